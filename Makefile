@@ -1,0 +1,31 @@
+# Capstan's build targets. Every tool comes from go.mod (tool directives), so a
+# fresh machine needs only Go.
+
+GO        ?= go
+BIN       ?= bin/capstan
+K8S_VER   := $(shell $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes)
+K8S_MINOR := $(word 2,$(subst ., ,$(K8S_VER)))
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -s -w \
+	-X capstan.dev/capstan/internal/version.Version=$(VERSION) \
+	-X k8s.io/component-base/version.gitVersion=$(K8S_VER) \
+	-X k8s.io/component-base/version.gitMajor=1 \
+	-X k8s.io/component-base/version.gitMinor=$(K8S_MINOR)
+
+.PHONY: all build generate test lint
+
+all: build
+
+build:
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/capstan
+
+generate:
+	$(GO) tool controller-gen object paths=./api/...
+	$(GO) tool controller-gen crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+
+test: build
+	CAPSTAN_BIN=$(abspath $(BIN)) $(GO) test ./...
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...

@@ -1,0 +1,61 @@
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
+
+	"capstan.dev/capstan/internal/mgmt"
+)
+
+// exitError carries a process exit code chosen by a command; its message,
+// if any, has already been printed.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// Main runs the capstan command line and returns the process exit code.
+func Main(args []string) int {
+	root := newRoot()
+	root.SetArgs(args)
+	err := root.Execute()
+	var exit exitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &exit):
+		return exit.code
+	default:
+		fmt.Fprintln(os.Stderr, "Error:", err)
+		return 1
+	}
+}
+
+// globals are the flags every command shares.
+type globals struct {
+	stateDir string
+}
+
+func (g *globals) dir() mgmt.StateDir { return mgmt.StateDir(g.stateDir) }
+
+func newRoot() *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:           "capstan",
+		Short:         "Cluster API in one binary: create, scale, upgrade and delete Kubernetes clusters",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().StringVar(&g.stateDir, "state-dir", mgmt.DefaultStateDir(),
+		"directory that holds the embedded management plane's state (env CAPSTAN_STATE_DIR)")
+	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	root.PersistentFlags().AddGoFlag(klogFlags.Lookup("v"))
+
+	root.AddCommand(newUpCommand(g), newDownCommand(g), newStatusCommand(g), newVersionCommand())
+	return root
+}

@@ -1,0 +1,207 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
+
+	"capstan.dev/capstan/internal/mgmt"
+	"capstan.dev/capstan/internal/version"
+)
+
+type upOptions struct {
+	foreground bool
+	apiPort    int
+	timeout    time.Duration
+	notifyFD   int
+}
+
+func newUpCommand(g *globals) *cobra.Command {
+	o := &upOptions{}
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Start the embedded management plane (etcd, kube-apiserver, CRDs) and write its kubeconfig",
+		Long: `Start Capstan's embedded management plane: a real etcd and kube-apiserver inside
+the capstan process, with Capstan's CRDs installed. By default capstan detaches
+once the plane is ready and returns the shell; --foreground keeps it attached
+(for service managers). State, including every object, survives down and up.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.foreground {
+				return runForeground(cmd, g.dir(), o)
+			}
+			return runDetached(cmd, g.dir(), o)
+		},
+	}
+	cmd.Flags().BoolVar(&o.foreground, "foreground", false, "stay attached until interrupted instead of detaching once ready")
+	cmd.Flags().IntVar(&o.apiPort, "api-port", 0, "loopback port for the API server (default: chosen on first start, then remembered)")
+	cmd.Flags().DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long to wait for the plane to become ready")
+	cmd.Flags().IntVar(&o.notifyFD, "notify-fd", 0, "file descriptor to report readiness on (used by the detaching parent)")
+	_ = cmd.Flags().MarkHidden("notify-fd")
+	return cmd
+}
+
+// runForeground runs the plane in this process until SIGINT or SIGTERM.
+func runForeground(cmd *cobra.Command, dir mgmt.StateDir, o *upOptions) error {
+	var notify *os.File
+	if o.notifyFD > 0 {
+		notify = os.NewFile(uintptr(o.notifyFD), "notify")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	startCtx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+
+	started := time.Now()
+	plane, err := mgmt.Start(startCtx, mgmt.Options{StateDir: dir, APIServerPort: o.apiPort, Version: version.Version})
+	if err != nil {
+		if notify != nil {
+			fmt.Fprintf(notify, "error %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
+		}
+		return err
+	}
+	defer plane.Stop()
+	klog.InfoS("Management plane ready", "server", plane.Admin.Host, "stateDir", dir, "seconds", time.Since(started).Seconds())
+	if notify != nil {
+		fmt.Fprintln(notify, "ready")
+		notify.Close()
+	} else {
+		printReady(cmd.OutOrStdout(), dir, plane.Admin.Host, os.Getpid(), "Press Ctrl-C to stop it.")
+	}
+
+	select {
+	case <-ctx.Done():
+		klog.InfoS("Stopping management plane", "stateDir", dir)
+		return nil
+	case err := <-plane.Done():
+		return fmt.Errorf("the API server stopped: %v", err)
+	}
+}
+
+// runDetached starts `capstan up --foreground` as a session leader of its
+// own, waits until it reports ready (or fails), and returns the shell.
+func runDetached(cmd *cobra.Command, dir mgmt.StateDir, o *upOptions) error {
+	out := cmd.OutOrStdout()
+	if running, pid := dir.Running(); running {
+		if ri, err := dir.ReadRunInfo(); err == nil && ri.PID == pid {
+			fmt.Fprintf(out, "Capstan is already running (pid %d, since %s).\n", pid, ri.Since.Format(time.RFC3339))
+			printReady(out, dir, ri.Server, pid, "")
+			return nil
+		}
+		return &mgmt.InUseError{Dir: dir, PID: pid}
+	}
+	if err := dir.Prepare(); err != nil {
+		return err
+	}
+	rotateLog(dir.LogPath())
+	logFile, err := os.OpenFile(dir.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("opening log file: %w", err)
+	}
+	defer logFile.Close()
+	fmt.Fprintf(logFile, "==== capstan up %s (pid of parent %d) ====\n", time.Now().Format(time.RFC3339), os.Getpid())
+
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	readEnd, writeEnd, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer readEnd.Close()
+	args := []string{"up", "--foreground", "--state-dir", string(dir), "--notify-fd", "3",
+		"--timeout", o.timeout.String(), "-v", klogVerbosity(cmd)}
+	if o.apiPort != 0 {
+		args = append(args, "--api-port", strconv.Itoa(o.apiPort))
+	}
+	child := exec.Command(exe, args...)
+	child.Stdout, child.Stderr = logFile, logFile
+	child.ExtraFiles = []*os.File{writeEnd}
+	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	started := time.Now()
+	if err := child.Start(); err != nil {
+		writeEnd.Close()
+		return fmt.Errorf("starting the management plane: %w", err)
+	}
+	writeEnd.Close()
+
+	line, readErr := bufio.NewReader(readEnd).ReadString('\n')
+	line = strings.TrimSpace(line)
+	switch {
+	case line == "ready":
+		_ = child.Process.Release()
+		ri, err := dir.ReadRunInfo()
+		if err != nil {
+			return fmt.Errorf("the plane reported ready but its run file is unreadable: %w", err)
+		}
+		fmt.Fprintf(out, "Capstan management plane is up in %.1fs.\n", time.Since(started).Seconds())
+		printReady(out, dir, ri.Server, ri.PID, "Stop it with: capstan down"+stateDirFlag(dir))
+		return nil
+	case strings.HasPrefix(line, "error "):
+		_ = child.Wait()
+		return errors.New(strings.TrimPrefix(line, "error "))
+	default:
+		waitErr := child.Wait()
+		return fmt.Errorf("the management plane exited before it was ready (%v, %v); last lines of %s:\n%s",
+			waitErr, readErr, dir.LogPath(), tailFile(dir.LogPath(), 20))
+	}
+}
+
+func printReady(w io.Writer, dir mgmt.StateDir, server string, pid int, last string) {
+	fmt.Fprintf(w, "  API server: %s (pid %d)\n", server, pid)
+	fmt.Fprintf(w, "  kubeconfig: %s\n", dir.KubeconfigPath())
+	fmt.Fprintf(w, "  logs:       %s\n\n", dir.LogPath())
+	fmt.Fprintf(w, "Use it with:\n  export KUBECONFIG=%s\n  kubectl get clusters,machines -A\n", dir.KubeconfigPath())
+	if last != "" {
+		fmt.Fprintln(w, last)
+	}
+}
+
+// stateDirFlag repeats --state-dir in printed hints when it is not the default.
+func stateDirFlag(dir mgmt.StateDir) string {
+	if string(dir) == mgmt.DefaultStateDir() {
+		return ""
+	}
+	return " --state-dir " + string(dir)
+}
+
+// klogVerbosity passes the user's -v on to the detached child.
+func klogVerbosity(cmd *cobra.Command) string {
+	if f := cmd.Flags().Lookup("v"); f != nil {
+		return f.Value.String()
+	}
+	return "0"
+}
+
+// rotateLog keeps one previous log so the file cannot grow without bound.
+func rotateLog(path string) {
+	if fi, err := os.Stat(path); err == nil && fi.Size() > 20<<20 {
+		_ = os.Rename(path, path+".1")
+	}
+}
+
+func tailFile(path string, lines int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "(" + err.Error() + ")"
+	}
+	parts := bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n"))
+	if len(parts) > lines {
+		parts = parts[len(parts)-lines:]
+	}
+	return string(bytes.Join(parts, []byte("\n")))
+}

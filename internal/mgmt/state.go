@@ -1,0 +1,204 @@
+package mgmt
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// DefaultStateDir is where the plane keeps its state when the user names no
+// directory: $CAPSTAN_STATE_DIR, else $XDG_STATE_HOME/capstan, else
+// ~/.local/state/capstan.
+func DefaultStateDir() string {
+	if d := os.Getenv("CAPSTAN_STATE_DIR"); d != "" {
+		return d
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "capstan")
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".local", "state", "capstan")
+	}
+	return filepath.Join(os.TempDir(), "capstan-state")
+}
+
+// StateDir is the directory that holds one management plane's state.
+type StateDir string
+
+func (d StateDir) path(name string) string { return filepath.Join(string(d), name) }
+
+// KubeconfigPath is the admin kubeconfig the plane writes when it is ready.
+func (d StateDir) KubeconfigPath() string { return d.path("kubeconfig") }
+
+// LogPath is where a detached plane writes its log.
+func (d StateDir) LogPath() string { return d.path("capstan.log") }
+
+func (d StateDir) lockPath() string     { return d.path("capstan.lock") }
+func (d StateDir) portsPath() string    { return d.path("ports.json") }
+func (d StateDir) runPath() string      { return d.path("run.json") }
+func (d StateDir) etcdDir() string      { return d.path("etcd") }
+func (d StateDir) pki() pki             { return pki{dir: d.path("pki")} }
+func (d StateDir) apiserverDir() string { return d.path("apiserver") }
+
+// Ports are the loopback ports a plane listens on. They are chosen once, on
+// first start, and kept: etcd records its peer address in its data, and
+// users keep kubeconfigs that name the API server's port.
+type Ports struct {
+	APIServer  int `json:"apiServer"`
+	EtcdClient int `json:"etcdClient"`
+	EtcdPeer   int `json:"etcdPeer"`
+}
+
+// RunInfo describes a running plane. It is written once the plane is ready
+// and removed when it stops cleanly; after a crash it stays behind, and the
+// lock tells that nobody runs.
+type RunInfo struct {
+	PID        int       `json:"pid"`
+	Server     string    `json:"server"`
+	Kubeconfig string    `json:"kubeconfig"`
+	Since      time.Time `json:"since"`
+	Version    string    `json:"version"`
+}
+
+// Prepare creates the state directory if needed and proves it writable,
+// so that the failure is reported up front with the path and the fix instead
+// of half-way through start-up.
+func (d StateDir) Prepare() error {
+	if err := os.MkdirAll(string(d), 0o700); err != nil {
+		return fmt.Errorf("cannot create state directory %s: %w; choose a writable one with --state-dir", d, err)
+	}
+	probe, err := os.CreateTemp(string(d), ".write-probe-*")
+	if err != nil {
+		return fmt.Errorf("state directory %s is not writable: %w; fix its permissions or choose another with --state-dir", d, errors.Unwrap(err))
+	}
+	probe.Close()
+	return os.Remove(probe.Name())
+}
+
+// Lock is an exclusive hold on a state directory.
+type Lock struct{ f *os.File }
+
+// ErrInUse is returned by TryLock when another process holds the directory.
+var ErrInUse = errors.New("state directory in use")
+
+// TryLock takes the state directory for this process. The kernel releases
+// the hold when the process exits, however it exits, so a killed instance
+// never blocks the next start.
+func (d StateDir) TryLock() (*Lock, error) {
+	f, err := os.OpenFile(d.lockPath(), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("opening lock file: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, ErrInUse
+		}
+		return nil, fmt.Errorf("locking %s: %w", d.lockPath(), err)
+	}
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return &Lock{f: f}, nil
+}
+
+// Release gives the directory up.
+func (l *Lock) Release() {
+	if l == nil || l.f == nil {
+		return
+	}
+	_ = syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
+	l.f.Close()
+	l.f = nil
+}
+
+// Running tells whether a process holds the directory, and which.
+func (d StateDir) Running() (bool, int) {
+	f, err := os.OpenFile(d.lockPath(), os.O_RDONLY, 0)
+	if err != nil {
+		return false, 0
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err == nil {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		return false, 0
+	}
+	b, _ := os.ReadFile(d.lockPath())
+	pid, _ := strconv.Atoi(string(trimSpace(b)))
+	return true, pid
+}
+
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == ' ') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+// ReadRunInfo reads what the running (or last crashed) plane recorded.
+func (d StateDir) ReadRunInfo() (*RunInfo, error) {
+	var ri RunInfo
+	if err := readJSON(d.runPath(), &ri); err != nil {
+		return nil, err
+	}
+	return &ri, nil
+}
+
+func (d StateDir) writeRunInfo(ri RunInfo) error { return writeJSON(d.runPath(), ri) }
+
+func (d StateDir) clearRunInfo() { _ = os.Remove(d.runPath()) }
+
+// loadOrChoosePorts returns the remembered ports, choosing free ones for
+// whatever is not remembered yet; an explicit API server port overrides the
+// remembered one (and is remembered in its place).
+func (d StateDir) loadOrChoosePorts(apiServerPort int) (Ports, error) {
+	var p Ports
+	if err := readJSON(d.portsPath(), &p); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return p, fmt.Errorf("reading %s: %w", d.portsPath(), err)
+	}
+	if apiServerPort != 0 {
+		p.APIServer = apiServerPort
+	}
+	for _, port := range []*int{&p.APIServer, &p.EtcdClient, &p.EtcdPeer} {
+		if *port != 0 {
+			continue
+		}
+		free, err := freeLoopbackPort()
+		if err != nil {
+			return p, err
+		}
+		*port = free
+	}
+	return p, writeJSON(d.portsPath(), p)
+}
+
+func freeLoopbackPort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("finding a free loopback port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(path, append(b, '\n'), 0o600)
+}
