@@ -1,0 +1,161 @@
+package crd_test
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+
+	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/config/crd"
+)
+
+// What the contract fixes for each CRD: its short names and whether it has a
+// scale subresource.
+var contractShape = map[string]struct {
+	shortNames []string
+	scale      bool
+}{
+	"clusters.cluster.x-k8s.io":                                  {shortNames: []string{"cl"}},
+	"machines.cluster.x-k8s.io":                                  {shortNames: []string{"ma"}},
+	"machinesets.cluster.x-k8s.io":                               {shortNames: []string{"ms"}, scale: true},
+	"machinedeployments.cluster.x-k8s.io":                        {shortNames: []string{"md"}, scale: true},
+	"machinehealthchecks.cluster.x-k8s.io":                       {shortNames: []string{"mhc"}},
+	"kubeadmconfigs.bootstrap.cluster.x-k8s.io":                  {},
+	"kubeadmconfigtemplates.bootstrap.cluster.x-k8s.io":          {},
+	"kubeadmcontrolplanes.controlplane.cluster.x-k8s.io":         {shortNames: []string{"kcp"}, scale: true},
+	"kubeadmcontrolplanetemplates.controlplane.cluster.x-k8s.io": {},
+}
+
+func TestEmbeddedCRDsFollowTheContract(t *testing.T) {
+	crds, err := crd.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, c := range crds {
+		seen[c.Name] = true
+		shape, known := contractShape[c.Name]
+		if !known {
+			t.Errorf("unexpected CRD %s: add it to contractShape", c.Name)
+			continue
+		}
+		if got := c.Labels[clusterv1.ContractVersionLabel]; got != "v1beta2" {
+			t.Errorf("%s: label %s=%q, want v1beta2", c.Name, clusterv1.ContractVersionLabel, got)
+		}
+		if !slices.Contains(c.Spec.Names.Categories, "cluster-api") {
+			t.Errorf("%s: not in the cluster-api category", c.Name)
+		}
+		for _, s := range shape.shortNames {
+			if !slices.Contains(c.Spec.Names.ShortNames, s) {
+				t.Errorf("%s: short name %q missing (have %v)", c.Name, s, c.Spec.Names.ShortNames)
+			}
+		}
+		if len(c.Spec.Versions) != 1 || c.Spec.Versions[0].Name != "v1beta2" || !c.Spec.Versions[0].Served || !c.Spec.Versions[0].Storage {
+			t.Errorf("%s: want exactly v1beta2, served and stored", c.Name)
+			continue
+		}
+		v := c.Spec.Versions[0]
+		isTemplate := len(c.Spec.Names.Kind) > len("Template") && c.Spec.Names.Kind[len(c.Spec.Names.Kind)-len("Template"):] == "Template"
+		if !isTemplate && (v.Subresources == nil || v.Subresources.Status == nil) {
+			t.Errorf("%s: no status subresource", c.Name)
+		}
+		hasScale := v.Subresources != nil && v.Subresources.Scale != nil
+		if hasScale != shape.scale {
+			t.Errorf("%s: scale subresource %v, want %v", c.Name, hasScale, shape.scale)
+		}
+		if hasScale {
+			s := v.Subresources.Scale
+			if s.SpecReplicasPath != ".spec.replicas" || s.StatusReplicasPath != ".status.replicas" || s.LabelSelectorPath == nil || *s.LabelSelectorPath != ".status.selector" {
+				t.Errorf("%s: scale subresource paths %+v", c.Name, s)
+			}
+		}
+	}
+	for name := range contractShape {
+		if !seen[name] {
+			t.Errorf("CRD %s is not embedded", name)
+		}
+	}
+}
+
+// TestKubectlGetColumns asks the API server for the table kubectl prints and
+// checks the columns users look at.
+func TestKubectlGetColumns(t *testing.T) {
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	cl := &clusterv1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "columns", Namespace: ns},
+		Spec: clusterv1.ClusterSpec{InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+			APIGroup: "infrastructure.cluster.x-k8s.io", Kind: "LocalCluster", Name: "columns",
+		}},
+	}
+	if err := env.Client.Create(ctx, cl); err != nil {
+		t.Fatal(err)
+	}
+	cl.Status.Phase = "Provisioned"
+	if err := env.Client.Status().Update(ctx, cl); err != nil {
+		t.Fatal(err)
+	}
+
+	want := map[string][]string{
+		"clusters":                     {"Phase", "Age", "Version", "Available", "Paused"},
+		"machines":                     {"Cluster", "Node Name", "Phase", "Age", "Version"},
+		"machinesets":                  {"Cluster", "Desired", "Current", "Ready", "Available", "Up-to-date", "Age", "Version"},
+		"machinedeployments":           {"Cluster", "Desired", "Current", "Ready", "Available", "Up-to-date", "Phase", "Age", "Version"},
+		"machinehealthchecks":          {"Cluster", "Age"},
+		"kubeadmcontrolplanes":         {"Cluster", "Desired", "Current", "Ready", "Available", "Up-to-date", "Initialized", "Age", "Version"},
+		"kubeadmconfigs":               {"Cluster", "Age"},
+		"kubeadmconfigtemplates":       {"Age"},
+		"kubeadmcontrolplanetemplates": {"Age"},
+	}
+	group := map[string]string{
+		"kubeadmcontrolplanes": "controlplane.cluster.x-k8s.io", "kubeadmcontrolplanetemplates": "controlplane.cluster.x-k8s.io",
+		"kubeadmconfigs": "bootstrap.cluster.x-k8s.io", "kubeadmconfigtemplates": "bootstrap.cluster.x-k8s.io",
+	}
+	rc, err := rest.UnversionedRESTClientFor(tableConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for resource, columns := range want {
+		g := group[resource]
+		if g == "" {
+			g = "cluster.x-k8s.io"
+		}
+		raw, err := rc.Get().AbsPath("/apis", g, "v1beta2", "namespaces", ns, resource).
+			SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", resource, err)
+		}
+		var table metav1.Table
+		if err := json.Unmarshal(raw, &table); err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, c := range table.ColumnDefinitions {
+			names = append(names, c.Name)
+		}
+		for _, c := range columns {
+			if !slices.Contains(names, c) {
+				t.Errorf("kubectl get %s: no %q column (have %v)", resource, c, names)
+			}
+		}
+		if resource == "clusters" {
+			phase := slices.Index(names, "Phase")
+			if len(table.Rows) != 1 || phase < 0 || table.Rows[0].Cells[phase] != "Provisioned" {
+				t.Errorf("kubectl get clusters: want one row with Phase Provisioned, got %v", table.Rows)
+			}
+		}
+	}
+}
+
+func tableConfig() *rest.Config {
+	cfg := rest.CopyConfig(env.Config)
+	cfg.GroupVersion = &apiextensionsv1.SchemeGroupVersion
+	cfg.NegotiatedSerializer = clientgoscheme.Codecs.WithoutConversion()
+	return cfg
+}
