@@ -12,12 +12,17 @@ LDFLAGS   := -s -w \
 	-X k8s.io/component-base/version.gitMajor=1 \
 	-X k8s.io/component-base/version.gitMinor=$(K8S_MINOR)
 
-.PHONY: all build generate test lint
+.PHONY: all build up generate test lint
 
 all: build
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/capstan
+
+# The main job: build, then start the embedded management plane (detaches
+# once ready and prints how to use it).
+up: build
+	$(BIN) up
 
 generate:
 	$(GO) tool controller-gen object paths=./api/...
