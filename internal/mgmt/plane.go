@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strconv"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
+	"google.golang.org/grpc/grpclog"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 )
@@ -83,6 +85,9 @@ func (e *PortInUseError) Unwrap() error { return e.Err }
 // controllers run and the kubeconfig is written.
 func Start(ctx context.Context, opts Options) (_ *Plane, err error) {
 	dir := opts.StateDir
+	// gRPC's own logger reports every dial the API server's etcd clients
+	// cancel while they settle; keep only its errors.
+	grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, os.Stderr))
 	if err := dir.Prepare(); err != nil {
 		return nil, err
 	}
