@@ -1,0 +1,87 @@
+package contract
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/gobuffalo/flect"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+)
+
+// CRDName is the name of the CRD that defines kind in group, as Cluster API
+// derives it: the lower-cased plural of the kind, a dot, the group.
+func CRDName(group, kind string) string {
+	return strings.ToLower(flect.Pluralize(kind)) + "." + group
+}
+
+// Resolver turns version-less references into GroupVersionKinds by reading
+// provider CRDs' contract labels. Give it a reader backed by the manager's
+// cache (metadata-only is enough): resolving then costs no API call.
+type Resolver struct {
+	Reader client.Reader
+}
+
+// NotContractCompliantError says a CRD does not declare which of its
+// versions implement the v1beta2 contract.
+type NotContractCompliantError struct{ CRD string }
+
+func (e *NotContractCompliantError) Error() string {
+	return fmt.Sprintf("CRD %s has no %s label naming the versions that implement the Cluster API v1beta2 contract; install a provider release that supports v1beta2 or add the label", e.CRD, clusterv1.ContractVersionLabel)
+}
+
+// GroupVersionKind resolves ref to the version its CRD's contract label
+// names (the newest when it names several).
+func (r *Resolver) GroupVersionKind(ctx context.Context, ref clusterv1.ContractVersionedObjectReference) (schema.GroupVersionKind, error) {
+	name := CRDName(ref.APIGroup, ref.Kind)
+	crd := &metav1.PartialObjectMetadata{}
+	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+	if err := r.Reader.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+		if apierrors.IsNotFound(err) {
+			return schema.GroupVersionKind{}, fmt.Errorf("kind %s of group %s is not installed (no CRD %s): install its provider or fix the reference: %w", ref.Kind, ref.APIGroup, name, err)
+		}
+		return schema.GroupVersionKind{}, fmt.Errorf("reading CRD %s: %w", name, err)
+	}
+	v := newestContractVersion(crd.GetLabels()[clusterv1.ContractVersionLabel])
+	if v == "" {
+		return schema.GroupVersionKind{}, &NotContractCompliantError{CRD: name}
+	}
+	return schema.GroupVersionKind{Group: ref.APIGroup, Version: v, Kind: ref.Kind}, nil
+}
+
+// newestContractVersion picks the newest of the '_'-separated API versions
+// of a contract label value.
+func newestContractVersion(label string) string {
+	newest := ""
+	for _, v := range strings.Split(label, "_") {
+		if v == "" {
+			continue
+		}
+		if newest == "" || version.CompareKubeAwareVersionStrings(v, newest) > 0 {
+			newest = v
+		}
+	}
+	return newest
+}
+
+// Get reads the object ref points at, in namespace.
+func (r *Resolver) Get(ctx context.Context, c client.Reader, ref clusterv1.ContractVersionedObjectReference, namespace string) (*unstructured.Unstructured, error) {
+	gvk, err := r.GroupVersionKind(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: ref.Name}, obj); err != nil {
+		return nil, err
+	}
+	return obj, nil
+}
