@@ -1,0 +1,146 @@
+// Package patch writes what a reconcile changed on an object, and nothing
+// else: one JSON merge patch for metadata and spec when they changed, one
+// for the status subresource when it changed, no request at all when
+// nothing did. Merge patches carry only the fields that differ, so two
+// controllers that own different fields of an object never conflict; the
+// patch is made conditional on the object's resourceVersion only when it
+// changes lists that others edit too (finalizers, owner references), where a
+// blind write could drop someone else's entry.
+package patch
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Helper remembers an object as it was read, to patch what changes later.
+type Helper struct {
+	client client.Client
+	before map[string]any
+}
+
+// NewHelper snapshots obj; call it right after reading obj.
+func NewHelper(obj client.Object, c client.Client) (*Helper, error) {
+	before, err := toMap(obj)
+	if err != nil {
+		return nil, err
+	}
+	return &Helper{client: c, before: before}, nil
+}
+
+// Patch writes obj's changes since the snapshot. On success the snapshot
+// moves to obj, so a second call writes only what changed in between.
+func (h *Helper) Patch(ctx context.Context, obj client.Object) error {
+	after, err := toMap(obj)
+	if err != nil {
+		return err
+	}
+	beforeMain, beforeStatus := split(h.before)
+	afterMain, afterStatus := split(after)
+
+	if !reflect.DeepEqual(beforeMain, afterMain) {
+		body, err := mergePatch(beforeMain, afterMain)
+		if err != nil {
+			return err
+		}
+		if needsLock(beforeMain, afterMain) {
+			body, err = withResourceVersion(body, obj.GetResourceVersion())
+			if err != nil {
+				return err
+			}
+		}
+		target := obj.DeepCopyObject().(client.Object)
+		if err := h.client.Patch(ctx, target, client.RawPatch(types.MergePatchType, body)); err != nil {
+			return fmt.Errorf("patching %s: %w", obj.GetName(), err)
+		}
+		obj.SetResourceVersion(target.GetResourceVersion())
+	}
+	if !reflect.DeepEqual(beforeStatus, afterStatus) {
+		body, err := mergePatch(map[string]any{"status": beforeStatus}, map[string]any{"status": afterStatus})
+		if err != nil {
+			return err
+		}
+		target := obj.DeepCopyObject().(client.Object)
+		if err := h.client.Status().Patch(ctx, target, client.RawPatch(types.MergePatchType, body)); err != nil {
+			return fmt.Errorf("patching status of %s: %w", obj.GetName(), err)
+		}
+		obj.SetResourceVersion(target.GetResourceVersion())
+	}
+	h.before = after
+	return nil
+}
+
+func toMap(obj client.Object) (map[string]any, error) {
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]any{}
+	return m, json.Unmarshal(raw, &m)
+}
+
+// split separates the status from the rest, dropping fields the server owns
+// so that they never make a difference.
+func split(obj map[string]any) (main map[string]any, status any) {
+	main = make(map[string]any, len(obj))
+	for k, v := range obj {
+		if k != "status" {
+			main[k] = v
+		}
+	}
+	if md, ok := main["metadata"].(map[string]any); ok {
+		clean := make(map[string]any, len(md))
+		for k, v := range md {
+			switch k {
+			case "resourceVersion", "managedFields", "generation", "creationTimestamp", "uid", "selfLink":
+			default:
+				clean[k] = v
+			}
+		}
+		main["metadata"] = clean
+	}
+	return main, obj["status"]
+}
+
+func mergePatch(before, after any) ([]byte, error) {
+	b, err := json.Marshal(before)
+	if err != nil {
+		return nil, err
+	}
+	a, err := json.Marshal(after)
+	if err != nil {
+		return nil, err
+	}
+	return jsonpatch.CreateMergePatch(b, a)
+}
+
+func needsLock(before, after map[string]any) bool {
+	bm, _ := before["metadata"].(map[string]any)
+	am, _ := after["metadata"].(map[string]any)
+	for _, list := range []string{"finalizers", "ownerReferences"} {
+		if !reflect.DeepEqual(bm[list], am[list]) {
+			return true
+		}
+	}
+	return false
+}
+
+func withResourceVersion(body []byte, rv string) ([]byte, error) {
+	p := map[string]any{}
+	if err := json.Unmarshal(body, &p); err != nil {
+		return nil, err
+	}
+	md, _ := p["metadata"].(map[string]any)
+	if md == nil {
+		md = map[string]any{}
+		p["metadata"] = md
+	}
+	md["resourceVersion"] = rv
+	return json.Marshal(p)
+}

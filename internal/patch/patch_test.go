@@ -1,0 +1,114 @@
+package patch_test
+
+import (
+	"context"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/patch"
+	"capstan.dev/capstan/internal/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { testenv.Main(m, &env) }
+
+func newCluster(t *testing.T) *clusterv1.Cluster {
+	t.Helper()
+	c := &clusterv1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: env.Namespace(t)},
+		Spec: clusterv1.ClusterSpec{InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+			APIGroup: "infrastructure.cluster.x-k8s.io", Kind: "LocalCluster", Name: "c",
+		}},
+	}
+	if err := env.Client.Create(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestNothingChangedWritesNothing(t *testing.T) {
+	c := newCluster(t)
+	rv := c.ResourceVersion
+	h, err := patch.NewHelper(c, env.Client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Patch(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	got := &clusterv1.Cluster{}
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(c), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.ResourceVersion != rv {
+		t.Errorf("an unchanged object was written: resourceVersion %s -> %s", rv, got.ResourceVersion)
+	}
+}
+
+func TestSpecAndStatusChangesLand(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t)
+	h, _ := patch.NewHelper(c, env.Client)
+	c.Labels = map[string]string{"a": "b"}
+	c.Finalizers = []string{clusterv1.ClusterFinalizer}
+	c.Status.Phase = "Provisioning"
+	meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: "Paused", Status: metav1.ConditionFalse, Reason: "NotPaused"})
+	if err := h.Patch(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	got := &clusterv1.Cluster{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Labels["a"] != "b" || len(got.Finalizers) != 1 || got.Status.Phase != "Provisioning" || len(got.Status.Conditions) != 1 {
+		t.Errorf("changes did not land: %+v %+v", got.ObjectMeta, got.Status)
+	}
+	rv := got.ResourceVersion
+	// A second Patch without changes writes nothing.
+	if err := h.Patch(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	_ = env.Client.Get(ctx, client.ObjectKeyFromObject(c), got)
+	if got.ResourceVersion != rv {
+		t.Error("second patch without changes wrote")
+	}
+}
+
+// A status patch does not conflict with someone else's write to other fields.
+func TestStatusPatchDoesNotConflict(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t)
+	h, _ := patch.NewHelper(c, env.Client)
+	other := c.DeepCopy()
+	other.Annotations = map[string]string{"someone": "else"}
+	if err := env.Client.Update(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	c.Status.Phase = "Provisioned"
+	if err := h.Patch(ctx, c); err != nil {
+		t.Fatalf("status patch over a stale copy: %v", err)
+	}
+}
+
+// Dropping a finalizer from a stale copy must not erase one added since.
+func TestFinalizerChangeOnStaleCopyConflicts(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t)
+	h, _ := patch.NewHelper(c, env.Client)
+	other := c.DeepCopy()
+	other.Finalizers = []string{"someone.example.com/keep"}
+	if err := env.Client.Update(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	c.Finalizers = []string{clusterv1.ClusterFinalizer}
+	err := h.Patch(ctx, c)
+	if !apierrors.IsConflict(err) {
+		t.Fatalf("want a conflict, got %v", err)
+	}
+}
