@@ -56,6 +56,6 @@ func newRoot() *cobra.Command {
 	klog.InitFlags(klogFlags)
 	root.PersistentFlags().AddGoFlag(klogFlags.Lookup("v"))
 
-	root.AddCommand(newUpCommand(g), newDownCommand(g), newStatusCommand(g), newVersionCommand())
+	root.AddCommand(newUpCommand(g), newDownCommand(g), newStatusCommand(g), newManagerCommand(), newVersionCommand())
 	return root
 }

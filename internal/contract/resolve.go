@@ -38,6 +38,13 @@ func (e *NotContractCompliantError) Error() string {
 	return fmt.Sprintf("CRD %s has no %s label naming the versions that implement the Cluster API v1beta2 contract; install a provider release that supports v1beta2 or add the label", e.CRD, clusterv1.ContractVersionLabel)
 }
 
+// KindNotInstalledError says a reference names a kind no CRD defines.
+type KindNotInstalledError struct{ Kind, Group, CRD string }
+
+func (e *KindNotInstalledError) Error() string {
+	return fmt.Sprintf("kind %s of group %s is not installed (no CRD %s): install its provider or fix the reference", e.Kind, e.Group, e.CRD)
+}
+
 // GroupVersionKind resolves ref to the version its CRD's contract label
 // names (the newest when it names several).
 func (r *Resolver) GroupVersionKind(ctx context.Context, ref clusterv1.ContractVersionedObjectReference) (schema.GroupVersionKind, error) {
@@ -46,7 +53,7 @@ func (r *Resolver) GroupVersionKind(ctx context.Context, ref clusterv1.ContractV
 	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
 	if err := r.Reader.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
 		if apierrors.IsNotFound(err) {
-			return schema.GroupVersionKind{}, fmt.Errorf("kind %s of group %s is not installed (no CRD %s): install its provider or fix the reference: %w", ref.Kind, ref.APIGroup, name, err)
+			return schema.GroupVersionKind{}, &KindNotInstalledError{Kind: ref.Kind, Group: ref.APIGroup, CRD: name}
 		}
 		return schema.GroupVersionKind{}, fmt.Errorf("reading CRD %s: %w", name, err)
 	}

@@ -1,0 +1,91 @@
+package cli
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"capstan.dev/capstan/internal/manager"
+)
+
+func newManagerCommand() *cobra.Command {
+	var (
+		o           manager.Options
+		kubeconfig  string
+		concurrency []string
+	)
+	cmd := &cobra.Command{
+		Use:   "manager",
+		Short: "Run Capstan's controllers against a management cluster",
+		Long: `Run every Capstan controller against the management cluster named by
+--kubeconfig (or the in-cluster configuration when run as a Pod). Start several
+replicas with --leader-elect for high availability.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctrl.SetLogger(zap.New())
+			var err error
+			if o.Concurrency, err = parseConcurrency(concurrency); err != nil {
+				return err
+			}
+			cfg, err := managementConfig(kubeconfig)
+			if err != nil {
+				return fmt.Errorf("no management cluster to talk to: %w; pass --kubeconfig", err)
+			}
+			mgr, err := manager.New(cfg, o)
+			if err != nil {
+				return err
+			}
+			return mgr.Start(ctrl.SetupSignalHandler())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster (default: $KUBECONFIG, then in-cluster)")
+	f.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 turns it off")
+	f.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":9440", "address of the /healthz and /readyz endpoints; 0 turns them off")
+	f.BoolVar(&o.LeaderElection, "leader-elect", false, "elect one active replica among several")
+	f.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the Pod's namespace)")
+	f.StringVar(&o.LeaderElectionID, "leader-election-id", "capstan-manager", "name of the leader election Lease")
+	f.StringVar(&o.Namespace, "namespace", "", "reconcile only objects in this namespace (default: all)")
+	f.StringVar(&o.WatchFilter, "watch-filter", "", "reconcile only objects labelled "+manager.WatchFilterLabel+"=<value>")
+	f.StringSliceVar(&concurrency, "concurrency", nil, "parallel reconciles per controller, e.g. machine=20,cluster=5 (default "+strconv.Itoa(manager.DefaultConcurrency)+" each)")
+	f.Float32Var(&o.QPS, "kube-api-qps", 50, "queries per second the manager may make to the API server")
+	f.IntVar(&o.Burst, "kube-api-burst", 100, "burst of queries above --kube-api-qps")
+	f.DurationVar(&o.SyncPeriod, "sync-period", 10*time.Minute, "how often every object is reconciled without a change")
+	return cmd
+}
+
+// managementConfig loads --kubeconfig, else $KUBECONFIG, else the Pod's
+// in-cluster configuration.
+func managementConfig(path string) (*rest.Config, error) {
+	if path != "" {
+		return clientcmd.BuildConfigFromFlags("", path)
+	}
+	return ctrl.GetConfig()
+}
+
+func parseConcurrency(pairs []string) (map[string]int, error) {
+	known := map[string]bool{
+		manager.ClusterController: true, manager.MachineController: true,
+		manager.MachineSetController: true, manager.MachineDeploymentController: true,
+	}
+	out := map[string]int{}
+	for _, p := range pairs {
+		name, value, ok := strings.Cut(p, "=")
+		n, err := strconv.Atoi(value)
+		if !ok || err != nil || n < 1 {
+			return nil, fmt.Errorf("--concurrency %q: want <controller>=<positive number>", p)
+		}
+		if !known[name] {
+			return nil, fmt.Errorf("--concurrency %q: unknown controller %q", p, name)
+		}
+		out[name] = n
+	}
+	return out, nil
+}

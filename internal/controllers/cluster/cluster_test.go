@@ -1,0 +1,236 @@
+package cluster_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/manager"
+	"capstan.dev/capstan/internal/testenv"
+	"capstan.dev/capstan/test/provider"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	e, err := testenv.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	env = e
+	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
+	ctx, cancel := context.WithCancel(context.Background())
+	code := func() int {
+		if err := provider.Install(ctx, env.Client); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		mgr, err := manager.New(env.Config, manager.Options{MetricsAddr: "0", ProbeAddr: "0"})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		go func() {
+			if err := mgr.Start(ctx); err != nil {
+				fmt.Fprintln(os.Stderr, "manager:", err)
+			}
+		}()
+		return m.Run()
+	}()
+	cancel()
+	env.Stop()
+	os.Exit(code)
+}
+
+// waitFor polls the cluster until check passes, and fails with the last
+// reason check gave.
+func waitFor(t *testing.T, key client.ObjectKey, check func(*clusterv1.Cluster) string) *clusterv1.Cluster {
+	t.Helper()
+	c := &clusterv1.Cluster{}
+	why := ""
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		if err := env.Client.Get(ctx, key, c); err != nil {
+			why = err.Error()
+			return false, nil
+		}
+		why = check(c)
+		return why == "", nil
+	})
+	if err != nil {
+		t.Fatalf("cluster %s: %s (conditions %+v)", key.Name, why, c.Status.Conditions)
+	}
+	return c
+}
+
+func condition(c *clusterv1.Cluster, t string, status metav1.ConditionStatus) string {
+	got := meta.FindStatusCondition(c.Status.Conditions, t)
+	if got == nil || got.Status != status {
+		return fmt.Sprintf("want %s=%s, have %+v", t, status, got)
+	}
+	return ""
+}
+
+func create(t *testing.T, objs ...client.Object) {
+	t.Helper()
+	for _, o := range objs {
+		if err := env.Client.Create(context.Background(), o); err != nil {
+			t.Fatalf("creating %s %s: %v", o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), err)
+		}
+	}
+}
+
+func newCluster(ns, name string, infra, cp *unstructured.Unstructured) *clusterv1.Cluster {
+	c := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	if infra != nil {
+		c.Spec.InfrastructureRef = clusterv1.ContractVersionedObjectReference{APIGroup: infra.GroupVersionKind().Group, Kind: infra.GetKind(), Name: infra.GetName()}
+	}
+	if cp != nil {
+		c.Spec.ControlPlaneRef = clusterv1.ContractVersionedObjectReference{APIGroup: cp.GroupVersionKind().Group, Kind: cp.GetKind(), Name: cp.GetName()}
+	}
+	return c
+}
+
+func TestClusterFollowsItsInfrastructureAndControlPlane(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	infra := provider.InfraCluster.New(ns, "c1", nil)
+	cp := provider.ControlPlane.New(ns, "c1", map[string]any{"replicas": int64(3)})
+	cluster := newCluster(ns, "c1", infra, cp)
+	create(t, infra, cp, cluster)
+	key := client.ObjectKeyFromObject(cluster)
+
+	waitFor(t, key, func(c *clusterv1.Cluster) string {
+		if !strings.Contains(strings.Join(c.Finalizers, ","), clusterv1.ClusterFinalizer) {
+			return "no finalizer"
+		}
+		if c.Status.Phase != string(clusterv1.ClusterPhaseProvisioning) {
+			return "phase " + c.Status.Phase
+		}
+		return condition(c, clusterv1.InfrastructureReadyCondition, metav1.ConditionFalse)
+	})
+	for _, o := range []*unstructured.Unstructured{infra, cp} {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
+			t.Fatal(err)
+		}
+		refs := o.GetOwnerReferences()
+		if len(refs) != 1 || refs[0].Kind != "Cluster" || refs[0].Name != "c1" || !ptr.Deref(refs[0].Controller, false) {
+			t.Errorf("%s owner references %+v, want the Cluster as controller", o.GetKind(), refs)
+		}
+	}
+
+	// The provider provisions the infrastructure and publishes the endpoint.
+	infra.Object["spec"] = map[string]any{"controlPlaneEndpoint": map[string]any{"host": "10.0.0.1", "port": int64(6443)}}
+	if err := env.Client.Update(ctx, infra); err != nil {
+		t.Fatal(err)
+	}
+	if err := provider.SetStatus(ctx, env.Client, infra, map[string]any{
+		"initialization": map[string]any{"provisioned": true},
+		"failureDomains": []any{map[string]any{"name": "fd-a", "controlPlane": true}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c := waitFor(t, key, func(c *clusterv1.Cluster) string {
+		if c.Status.Phase != string(clusterv1.ClusterPhaseProvisioned) {
+			return "phase " + c.Status.Phase
+		}
+		if c.Spec.ControlPlaneEndpoint.Host != "10.0.0.1" || c.Spec.ControlPlaneEndpoint.Port != 6443 {
+			return fmt.Sprintf("endpoint %+v", c.Spec.ControlPlaneEndpoint)
+		}
+		return condition(c, clusterv1.InfrastructureReadyCondition, metav1.ConditionTrue)
+	})
+	if len(c.Status.FailureDomains) != 1 || c.Status.FailureDomains[0].Name != "fd-a" {
+		t.Errorf("failure domains %+v", c.Status.FailureDomains)
+	}
+	if got := condition(c, clusterv1.ClusterControlPlaneInitializedCondition, metav1.ConditionFalse); got != "" {
+		t.Error(got)
+	}
+
+	// The control plane comes up.
+	if err := provider.SetStatus(ctx, env.Client, cp, map[string]any{
+		"initialization": map[string]any{"controlPlaneInitialized": true},
+		"replicas":       int64(3), "readyReplicas": int64(2), "availableReplicas": int64(2), "upToDateReplicas": int64(3),
+		"conditions": []any{map[string]any{"type": "Available", "status": "True", "reason": "Available", "lastTransitionTime": "2026-01-01T00:00:00Z"}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c = waitFor(t, key, func(c *clusterv1.Cluster) string {
+		if cp := c.Status.ControlPlane; cp == nil || ptr.Deref(cp.ReadyReplicas, -1) != 2 || ptr.Deref(cp.DesiredReplicas, -1) != 3 {
+			return fmt.Sprintf("control plane counters %+v", c.Status.ControlPlane)
+		}
+		if why := condition(c, clusterv1.ClusterControlPlaneAvailableCondition, metav1.ConditionTrue); why != "" {
+			return why
+		}
+		return condition(c, clusterv1.ClusterControlPlaneInitializedCondition, metav1.ConditionTrue)
+	})
+	if w := c.Status.Workers; w == nil || ptr.Deref(w.DesiredReplicas, -1) != 0 {
+		t.Errorf("workers %+v, want zero desired", w)
+	}
+}
+
+func TestClusterReadsV1beta1Providers(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	// A provider still on the v1beta1 contract reports status.ready.
+	legacy := provider.Kind{Group: provider.InfrastructureGroup, Kind: "LegacyTestMachine", Version: "v1beta1"}
+	infra := legacy.New(ns, "old", map[string]any{"controlPlaneEndpoint": map[string]any{"host": "h", "port": int64(443)}})
+	cluster := newCluster(ns, "old", infra, nil)
+	create(t, infra, cluster)
+	if err := provider.SetStatus(ctx, env.Client, infra, map[string]any{"ready": true}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, client.ObjectKeyFromObject(cluster), func(c *clusterv1.Cluster) string {
+		if c.Status.Phase != string(clusterv1.ClusterPhaseProvisioned) {
+			return "phase " + c.Status.Phase
+		}
+		return ""
+	})
+}
+
+func TestUninstalledProviderIsExplained(t *testing.T) {
+	ns := env.Namespace(t)
+	cluster := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nope"}}
+	cluster.Spec.InfrastructureRef = clusterv1.ContractVersionedObjectReference{APIGroup: "infrastructure.example.com", Kind: "MissingCluster", Name: "x"}
+	create(t, cluster)
+	waitFor(t, client.ObjectKeyFromObject(cluster), func(c *clusterv1.Cluster) string {
+		cond := meta.FindStatusCondition(c.Status.Conditions, clusterv1.InfrastructureReadyCondition)
+		if cond == nil || !strings.Contains(cond.Message, "missingclusters.infrastructure.example.com") {
+			return fmt.Sprintf("InfrastructureReady %+v does not name the missing CRD", cond)
+		}
+		return ""
+	})
+}
+
+func TestPausedClusterIsLeftAlone(t *testing.T) {
+	ns := env.Namespace(t)
+	infra := provider.InfraCluster.New(ns, "p", nil)
+	cluster := newCluster(ns, "p", infra, nil)
+	cluster.Spec.Paused = ptr.To(true)
+	create(t, infra, cluster)
+	c := waitFor(t, client.ObjectKeyFromObject(cluster), func(c *clusterv1.Cluster) string {
+		return condition(c, clusterv1.PausedCondition, metav1.ConditionTrue)
+	})
+	if len(c.Finalizers) != 0 || c.Status.Phase != "" {
+		t.Errorf("a paused Cluster was acted on: finalizers %v, phase %q", c.Finalizers, c.Status.Phase)
+	}
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(infra), infra); err != nil {
+		t.Fatal(err)
+	}
+	if len(infra.GetOwnerReferences()) != 0 {
+		t.Errorf("a paused Cluster took ownership of its infrastructure")
+	}
+}

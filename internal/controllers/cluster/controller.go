@@ -1,0 +1,125 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+
+	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/contract"
+	"capstan.dev/capstan/internal/patch"
+	"capstan.dev/capstan/internal/pause"
+)
+
+// Workload is what the controller needs of the workload cluster cache: the
+// last probe's verdict, and a way to drop a deleted cluster's connection.
+type Workload interface {
+	Probe(cluster client.ObjectKey) (connected bool, message string)
+	Disconnect(cluster client.ObjectKey)
+}
+
+// Reconciler reconciles Clusters.
+type Reconciler struct {
+	Client   client.Client
+	Resolver *contract.Resolver
+	// Workload may be nil: the RemoteConnectionProbe condition then stays
+	// Unknown.
+	Workload Workload
+	Recorder events.EventRecorder
+
+	externalWatches *contract.Tracker
+}
+
+// SetupWithManager registers the controller. Machines, MachineSets and
+// MachineDeployments wake their Cluster (their counters feed its status);
+// provider objects wake the Cluster that controls them.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	toCluster := handler.EnqueueRequestsFromMapFunc(clusterOfLabel)
+	c, err := ctrl.NewControllerManagedBy(mgr).
+		For(&clusterv1.Cluster{}).
+		Watches(&clusterv1.Machine{}, toCluster).
+		Watches(&clusterv1.MachineSet{}, toCluster).
+		Watches(&clusterv1.MachineDeployment{}, toCluster).
+		WithOptions(opts).
+		Named("cluster").
+		Build(r)
+	if err != nil {
+		return err
+	}
+	r.externalWatches = &contract.Tracker{
+		Controller: c,
+		Cache:      mgr.GetCache(),
+		Handler:    handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &clusterv1.Cluster{}, handler.OnlyControllerOwner()),
+	}
+	return nil
+}
+
+func clusterOfLabel(_ context.Context, obj client.Object) []ctrl.Request {
+	name := obj.GetLabels()[clusterv1.ClusterNameLabel]
+	if name == "" {
+		return nil
+	}
+	return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}}}
+}
+
+// Reconcile brings one Cluster's status and owned objects up to date.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	cluster := &clusterv1.Cluster{}
+	if err := r.Client.Get(ctx, req.NamespacedName, cluster); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	helper, err := patch.NewHelper(cluster, r.Client)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	s := &scope{cluster: cluster}
+	defer func() {
+		if !s.paused {
+			r.summarize(s)
+		}
+		if err := helper.Patch(ctx, cluster); err != nil && !apierrors.IsNotFound(err) {
+			reterr = kerrors.NewAggregate([]error{reterr, err})
+		}
+	}()
+
+	if s.paused = pause.Reconcile(cluster, cluster); s.paused {
+		return ctrl.Result{}, nil
+	}
+	if !cluster.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, s)
+	}
+	controllerutil.AddFinalizer(cluster, clusterv1.ClusterFinalizer)
+
+	var errs []error
+	var requeue time.Duration
+	for _, phase := range []func(context.Context, *scope) (time.Duration, error){
+		r.reconcileInfrastructure,
+		r.reconcileControlPlane,
+		r.reconcileMachines,
+	} {
+		after, err := phase(ctx, s)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if after > 0 && (requeue == 0 || after < requeue) {
+			requeue = after
+		}
+	}
+	err = kerrors.NewAggregate(errs)
+	var notCompliant *contract.NotContractCompliantError
+	var notInstalled *contract.KindNotInstalledError
+	if errors.As(err, &notCompliant) || errors.As(err, &notInstalled) {
+		// The user must act; retrying fast will not help.
+		return ctrl.Result{RequeueAfter: time.Minute}, nil
+	}
+	return ctrl.Result{RequeueAfter: requeue}, err
+}

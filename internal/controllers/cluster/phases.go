@@ -1,0 +1,284 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/conditions"
+	"capstan.dev/capstan/internal/contract"
+	"capstan.dev/capstan/internal/patch"
+)
+
+// missingObjectRetry is how soon a Cluster looks again for a referenced
+// object that does not exist yet. Objects applied together with the Cluster
+// usually appear within moments, and a missing object cannot wake the
+// Cluster through an owner reference it does not have yet.
+const missingObjectRetry = 10 * time.Second
+
+// scope is everything one reconcile learns about a Cluster.
+type scope struct {
+	cluster *clusterv1.Cluster
+	paused  bool
+
+	infra    *unstructured.Unstructured
+	infraErr error // why infra could not be read, for the condition
+
+	controlPlane    *unstructured.Unstructured
+	controlPlaneErr error
+
+	machines           []clusterv1.Machine
+	machineSets        []clusterv1.MachineSet
+	machineDeployments []clusterv1.MachineDeployment
+	machinesRead       bool
+
+	deleting string // what deletion waits for
+}
+
+// external reads the object ref names and makes the Cluster its controller.
+func (r *Reconciler) external(ctx context.Context, s *scope, ref clusterv1.ContractVersionedObjectReference) (*unstructured.Unstructured, error) {
+	gvk, err := r.Resolver.GroupVersionKind(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	if r.externalWatches != nil {
+		if err := r.externalWatches.Watch(gvk); err != nil {
+			return nil, fmt.Errorf("watching %s: %w", gvk.Kind, err)
+		}
+	}
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.cluster.Namespace, Name: ref.Name}, obj); err != nil {
+		return nil, err
+	}
+	if !obj.GetDeletionTimestamp().IsZero() {
+		return obj, nil
+	}
+	helper, err := patch.NewHelper(obj, r.Client)
+	if err != nil {
+		return nil, err
+	}
+	if err := controllerutil.SetControllerReference(s.cluster, obj, r.Client.Scheme()); err != nil {
+		var owned *controllerutil.AlreadyOwnedError
+		if errors.As(err, &owned) {
+			return nil, fmt.Errorf("%s %s is already controlled by %s %s; a provider object belongs to one Cluster", ref.Kind, ref.Name, owned.Owner.Kind, owned.Owner.Name)
+		}
+		return nil, err
+	}
+	return obj, helper.Patch(ctx, obj)
+}
+
+func (r *Reconciler) reconcileInfrastructure(ctx context.Context, s *scope) (time.Duration, error) {
+	c := s.cluster
+	ref := c.Spec.InfrastructureRef
+	if !ref.IsDefined() {
+		// A Cluster without infrastructure (the control plane brings its
+		// own) has nothing to wait for.
+		c.Status.Initialization.InfrastructureProvisioned = ptr.To(true)
+		return 0, nil
+	}
+	obj, err := r.external(ctx, s, ref)
+	if err != nil {
+		s.infraErr = err
+		if apierrors.IsNotFound(err) {
+			return missingObjectRetry, nil
+		}
+		return 0, err
+	}
+	s.infra = obj
+	if !obj.GetDeletionTimestamp().IsZero() {
+		return 0, nil
+	}
+	provisioned, err := contract.InfrastructureProvisioned(obj)
+	if err != nil {
+		s.infraErr = err
+		return 0, err
+	}
+	if provisioned {
+		// Once provisioned, always provisioned: later trouble shows in the
+		// conditions, never by turning the clock back.
+		c.Status.Initialization.InfrastructureProvisioned = ptr.To(true)
+	} else if c.Status.Initialization.InfrastructureProvisioned == nil {
+		c.Status.Initialization.InfrastructureProvisioned = ptr.To(false)
+	}
+	if !c.Spec.ControlPlaneEndpoint.IsValid() {
+		ep, err := contract.ControlPlaneEndpoint(obj)
+		if err != nil {
+			return 0, err
+		}
+		if ep.IsValid() {
+			c.Spec.ControlPlaneEndpoint = ep
+		}
+	}
+	domains, err := contract.FailureDomains(obj)
+	if err != nil {
+		return 0, err
+	}
+	c.Status.FailureDomains = domains
+	return 0, nil
+}
+
+func (r *Reconciler) reconcileControlPlane(ctx context.Context, s *scope) (time.Duration, error) {
+	c := s.cluster
+	ref := c.Spec.ControlPlaneRef
+	if !ref.IsDefined() {
+		return 0, nil
+	}
+	obj, err := r.external(ctx, s, ref)
+	if err != nil {
+		s.controlPlaneErr = err
+		if apierrors.IsNotFound(err) {
+			return missingObjectRetry, nil
+		}
+		return 0, err
+	}
+	s.controlPlane = obj
+	if !obj.GetDeletionTimestamp().IsZero() {
+		return 0, nil
+	}
+	initialized, err := contract.ControlPlaneInitialized(obj)
+	if err != nil {
+		s.controlPlaneErr = err
+		return 0, err
+	}
+	if initialized {
+		c.Status.Initialization.ControlPlaneInitialized = ptr.To(true)
+	} else if c.Status.Initialization.ControlPlaneInitialized == nil {
+		c.Status.Initialization.ControlPlaneInitialized = ptr.To(false)
+	}
+	ep, err := contract.ControlPlaneEndpoint(obj)
+	if err != nil {
+		return 0, err
+	}
+	if ep.IsValid() && !c.Spec.ControlPlaneEndpoint.IsValid() {
+		c.Spec.ControlPlaneEndpoint = ep
+	}
+	replicas, err := contract.Replicas(obj)
+	if err != nil {
+		return 0, err
+	}
+	c.Status.ControlPlane = &clusterv1.ClusterControlPlaneStatus{
+		DesiredReplicas:   replicas.Desired,
+		Replicas:          replicas.Current,
+		ReadyReplicas:     replicas.Ready,
+		AvailableReplicas: replicas.Available,
+		UpToDateReplicas:  replicas.UpToDate,
+	}
+	return 0, nil
+}
+
+// readMachines lists the Cluster's Machines, MachineSets and
+// MachineDeployments from the cache.
+func (r *Reconciler) readMachines(ctx context.Context, s *scope) error {
+	if s.machinesRead {
+		return nil
+	}
+	in := []client.ListOption{client.InNamespace(s.cluster.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: s.cluster.Name}}
+	machines := &clusterv1.MachineList{}
+	if err := r.Client.List(ctx, machines, in...); err != nil {
+		return err
+	}
+	sets := &clusterv1.MachineSetList{}
+	if err := r.Client.List(ctx, sets, in...); err != nil {
+		return err
+	}
+	deployments := &clusterv1.MachineDeploymentList{}
+	if err := r.Client.List(ctx, deployments, in...); err != nil {
+		return err
+	}
+	s.machines, s.machineSets, s.machineDeployments = machines.Items, sets.Items, deployments.Items
+	s.machinesRead = true
+	return nil
+}
+
+func isControlPlaneMachine(m *clusterv1.Machine) bool {
+	_, ok := m.Labels[clusterv1.MachineControlPlaneLabel]
+	return ok
+}
+
+func ownedBy(obj client.Object, kind string) bool {
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.Kind == kind && ref.Controller != nil && *ref.Controller {
+			return true
+		}
+	}
+	return false
+}
+
+// reconcileMachines counts control plane and worker replicas. A Cluster
+// whose control plane is not an object (bare control plane Machines) is
+// initialized when one of those Machines has a Node.
+func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (time.Duration, error) {
+	if err := r.readMachines(ctx, s); err != nil {
+		return 0, err
+	}
+	c := s.cluster
+	var workers, controlPlane counters
+	for i := range s.machines {
+		m := &s.machines[i]
+		if isControlPlaneMachine(m) {
+			controlPlane.add(m)
+			if !c.Spec.ControlPlaneRef.IsDefined() && m.Status.NodeRef.Name != "" {
+				c.Status.Initialization.ControlPlaneInitialized = ptr.To(true)
+			}
+			continue
+		}
+		workers.add(m)
+		if !ownedBy(m, "MachineSet") {
+			workers.desired++
+		}
+	}
+	for i := range s.machineSets {
+		if !ownedBy(&s.machineSets[i], "MachineDeployment") {
+			workers.desired += ptr.Deref(s.machineSets[i].Spec.Replicas, 0)
+		}
+	}
+	for i := range s.machineDeployments {
+		workers.desired += ptr.Deref(s.machineDeployments[i].Spec.Replicas, 0)
+	}
+	c.Status.Workers = workers.workersStatus()
+	if !c.Spec.ControlPlaneRef.IsDefined() {
+		controlPlane.desired = controlPlane.current
+		cp := controlPlane.workersStatus()
+		c.Status.ControlPlane = &clusterv1.ClusterControlPlaneStatus{
+			DesiredReplicas: cp.DesiredReplicas, Replicas: cp.Replicas, ReadyReplicas: cp.ReadyReplicas,
+			AvailableReplicas: cp.AvailableReplicas, UpToDateReplicas: cp.UpToDateReplicas,
+		}
+		if c.Status.Initialization.ControlPlaneInitialized == nil {
+			c.Status.Initialization.ControlPlaneInitialized = ptr.To(false)
+		}
+	}
+	return 0, nil
+}
+
+type counters struct {
+	desired, current, ready, available, upToDate int32
+}
+
+func (c *counters) add(m *clusterv1.Machine) {
+	c.current++
+	if conditions.IsTrue(m, clusterv1.ReadyCondition) {
+		c.ready++
+	}
+	if conditions.IsTrue(m, clusterv1.AvailableCondition) {
+		c.available++
+	}
+	if conditions.IsTrue(m, clusterv1.UpToDateCondition) {
+		c.upToDate++
+	}
+}
+
+func (c counters) workersStatus() *clusterv1.WorkersStatus {
+	return &clusterv1.WorkersStatus{
+		DesiredReplicas: ptr.To(c.desired), Replicas: ptr.To(c.current), ReadyReplicas: ptr.To(c.ready),
+		AvailableReplicas: ptr.To(c.available), UpToDateReplicas: ptr.To(c.upToDate),
+	}
+}

@@ -1,0 +1,219 @@
+package cluster
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/conditions"
+)
+
+// Reasons of the Cluster's own conditions.
+const (
+	InitializedReason              = "Initialized"
+	NotInitializedReason           = "NotInitialized"
+	ProbeNotStartedReason          = "ProbeNotStarted"
+	ProbeSucceededReason           = "ProbeSucceeded"
+	ProbeFailedReason              = "ProbeFailed"
+	NoWorkersReason                = "NoWorkers"
+	InfrastructureNotDefinedReason = "NotDefined"
+)
+
+// summarize turns what the reconcile learned into conditions and a phase.
+func (r *Reconciler) summarize(s *scope) {
+	c := s.cluster
+	set := func(cond metav1.Condition) { conditions.Set(c, cond) }
+
+	set(externalCondition(clusterv1.InfrastructureReadyCondition, c.Spec.InfrastructureRef, s.infra, s.infraErr,
+		ptr.Deref(c.Status.Initialization.InfrastructureProvisioned, false), "Ready", "provisioned"))
+	set(initializedCondition(c))
+	set(controlPlaneAvailable(c, s))
+	set(workersAvailable(s))
+	set(r.remoteConnection(c))
+	if c.DeletionTimestamp.IsZero() {
+		set(metav1.Condition{Type: clusterv1.DeletingCondition, Status: metav1.ConditionFalse, Reason: clusterv1.NotDeletingReason})
+	} else {
+		set(metav1.Condition{Type: clusterv1.DeletingCondition, Status: metav1.ConditionTrue, Reason: clusterv1.DeletingReason, Message: s.deleting})
+	}
+	set(available(c))
+	c.Status.Phase = string(phase(c))
+	c.Status.ObservedGeneration = c.Generation
+}
+
+// externalCondition mirrors a provider object's condition (its Ready, or
+// Available for a control plane) when it reports one, and otherwise
+// derives one from the contract field that says the object is done.
+func externalCondition(condType string, ref clusterv1.ContractVersionedObjectReference, obj *unstructured.Unstructured, readErr error, done bool, mirror, doneWord string) metav1.Condition {
+	cond := metav1.Condition{Type: condType}
+	switch {
+	case !ref.IsDefined():
+		cond.Status, cond.Reason = metav1.ConditionTrue, InfrastructureNotDefinedReason
+		cond.Message = "the Cluster references no infrastructure"
+	case apierrors.IsNotFound(readErr):
+		cond.Status, cond.Reason = metav1.ConditionFalse, clusterv1.ObjectDoesNotExistReason
+		if done {
+			cond.Reason = clusterv1.ObjectDeletedReason
+		}
+		cond.Message = fmt.Sprintf("%s %s does not exist", ref.Kind, ref.Name)
+	case readErr != nil:
+		cond.Status, cond.Reason = metav1.ConditionUnknown, clusterv1.InspectionFailedReason
+		cond.Message = readErr.Error()
+	case obj != nil && !obj.GetDeletionTimestamp().IsZero():
+		cond.Status, cond.Reason = metav1.ConditionFalse, clusterv1.ObjectDeletedReason
+		cond.Message = fmt.Sprintf("%s %s is being deleted", ref.Kind, ref.Name)
+	default:
+		if mirrored := conditions.FromUnstructured(obj, mirror); mirrored != nil {
+			cond.Status, cond.Reason, cond.Message = mirrored.Status, mirrored.Reason, mirrored.Message
+			if cond.Reason == "" {
+				cond.Reason = string(mirrored.Status)
+			}
+			return cond
+		}
+		if done {
+			cond.Status, cond.Reason = metav1.ConditionTrue, clusterv1.ReadyReason
+		} else {
+			cond.Status, cond.Reason = metav1.ConditionFalse, clusterv1.NotReadyReason
+			cond.Message = fmt.Sprintf("waiting for %s %s to report %s", ref.Kind, ref.Name, doneWord)
+		}
+	}
+	return cond
+}
+
+func initializedCondition(c *clusterv1.Cluster) metav1.Condition {
+	if ptr.Deref(c.Status.Initialization.ControlPlaneInitialized, false) {
+		return metav1.Condition{Type: clusterv1.ClusterControlPlaneInitializedCondition, Status: metav1.ConditionTrue, Reason: InitializedReason}
+	}
+	msg := "waiting for the control plane to report initialized"
+	if !c.Spec.ControlPlaneRef.IsDefined() {
+		msg = "waiting for a control plane Machine to have a Node"
+	}
+	return metav1.Condition{Type: clusterv1.ClusterControlPlaneInitializedCondition, Status: metav1.ConditionFalse, Reason: NotInitializedReason, Message: msg}
+}
+
+func controlPlaneAvailable(c *clusterv1.Cluster, s *scope) metav1.Condition {
+	if c.Spec.ControlPlaneRef.IsDefined() {
+		return externalCondition(clusterv1.ClusterControlPlaneAvailableCondition, c.Spec.ControlPlaneRef, s.controlPlane, s.controlPlaneErr,
+			ptr.Deref(c.Status.Initialization.ControlPlaneInitialized, false), clusterv1.AvailableCondition, "initialized")
+	}
+	cond := metav1.Condition{Type: clusterv1.ClusterControlPlaneAvailableCondition}
+	if cp := c.Status.ControlPlane; cp != nil && ptr.Deref(cp.AvailableReplicas, 0) > 0 {
+		cond.Status, cond.Reason = metav1.ConditionTrue, clusterv1.AvailableReason
+	} else {
+		cond.Status, cond.Reason = metav1.ConditionFalse, clusterv1.NotAvailableReason
+		cond.Message = "no control plane Machine is Available"
+	}
+	return cond
+}
+
+// workersAvailable is True when every MachineDeployment is Available.
+func workersAvailable(s *scope) metav1.Condition {
+	cond := metav1.Condition{Type: clusterv1.ClusterWorkersAvailableCondition}
+	if !s.machinesRead {
+		cond.Status, cond.Reason = metav1.ConditionUnknown, clusterv1.AvailableUnknownReason
+		return cond
+	}
+	if len(s.machineDeployments) == 0 {
+		cond.Status, cond.Reason = metav1.ConditionTrue, NoWorkersReason
+		return cond
+	}
+	var notAvailable []string
+	for i := range s.machineDeployments {
+		md := &s.machineDeployments[i]
+		if !conditions.IsTrue(md, clusterv1.AvailableCondition) {
+			notAvailable = append(notAvailable, md.Name)
+		}
+	}
+	if len(notAvailable) == 0 {
+		cond.Status, cond.Reason = metav1.ConditionTrue, clusterv1.AvailableReason
+		return cond
+	}
+	sort.Strings(notAvailable)
+	cond.Status, cond.Reason = metav1.ConditionFalse, clusterv1.NotAvailableReason
+	cond.Message = "MachineDeployments not Available: " + strings.Join(notAvailable, ", ")
+	return cond
+}
+
+func (r *Reconciler) remoteConnection(c *clusterv1.Cluster) metav1.Condition {
+	cond := metav1.Condition{Type: clusterv1.ClusterRemoteConnectionProbeCondition}
+	switch {
+	case !ptr.Deref(c.Status.Initialization.ControlPlaneInitialized, false):
+		cond.Status, cond.Reason = metav1.ConditionUnknown, ProbeNotStartedReason
+		cond.Message = "the workload cluster is probed once its control plane is initialized"
+	case r.Workload == nil:
+		cond.Status, cond.Reason = metav1.ConditionUnknown, ProbeNotStartedReason
+		cond.Message = "this manager has no workload cluster access"
+	default:
+		if connected, message := r.Workload.Probe(client.ObjectKeyFromObject(c)); connected {
+			cond.Status, cond.Reason = metav1.ConditionTrue, ProbeSucceededReason
+		} else {
+			cond.Status, cond.Reason = metav1.ConditionFalse, ProbeFailedReason
+			cond.Message = message
+		}
+	}
+	return cond
+}
+
+// available is the Cluster's summary: True when every part is good and
+// every availability gate holds.
+func available(c *clusterv1.Cluster) metav1.Condition {
+	var problems []string
+	for _, t := range []string{
+		clusterv1.InfrastructureReadyCondition,
+		clusterv1.ClusterControlPlaneAvailableCondition,
+		clusterv1.ClusterWorkersAvailableCondition,
+		clusterv1.ClusterRemoteConnectionProbeCondition,
+	} {
+		if !conditions.IsTrue(c, t) {
+			problems = append(problems, describe(conditions.Get(c, t), t))
+		}
+	}
+	for _, gate := range c.Spec.AvailabilityGates {
+		got := conditions.Get(c, gate.ConditionType)
+		want := metav1.ConditionTrue
+		if gate.Polarity == clusterv1.NegativePolarityCondition {
+			want = metav1.ConditionFalse
+		}
+		if got == nil || got.Status != want {
+			problems = append(problems, fmt.Sprintf("availability gate %s is not %s", gate.ConditionType, want))
+		}
+	}
+	if !c.DeletionTimestamp.IsZero() {
+		problems = append(problems, "the Cluster is being deleted")
+	}
+	if len(problems) == 0 {
+		return metav1.Condition{Type: clusterv1.AvailableCondition, Status: metav1.ConditionTrue, Reason: clusterv1.AvailableReason}
+	}
+	return metav1.Condition{Type: clusterv1.AvailableCondition, Status: metav1.ConditionFalse, Reason: clusterv1.NotAvailableReason,
+		Message: strings.Join(problems, "; ")}
+}
+
+func describe(c *metav1.Condition, t string) string {
+	if c == nil {
+		return t + " is not reported"
+	}
+	if c.Message != "" {
+		return t + ": " + c.Message
+	}
+	return fmt.Sprintf("%s is %s (%s)", t, c.Status, c.Reason)
+}
+
+func phase(c *clusterv1.Cluster) clusterv1.ClusterPhase {
+	switch {
+	case !c.DeletionTimestamp.IsZero():
+		return clusterv1.ClusterPhaseDeleting
+	case ptr.Deref(c.Status.Initialization.InfrastructureProvisioned, false) &&
+		(c.Spec.ControlPlaneEndpoint.IsValid() || !c.Spec.InfrastructureRef.IsDefined()):
+		return clusterv1.ClusterPhaseProvisioned
+	case c.Spec.InfrastructureRef.IsDefined():
+		return clusterv1.ClusterPhaseProvisioning
+	default:
+		return clusterv1.ClusterPhasePending
+	}
+}

@@ -1,0 +1,139 @@
+// Package manager assembles Capstan's controllers into one
+// controller-runtime manager. `capstan manager` runs it against any
+// cluster; `capstan up` runs the same manager inside the embedded plane.
+package manager
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"capstan.dev/capstan/internal/scheme"
+)
+
+// WatchFilterLabel marks objects for one of several Capstan managers
+// sharing a management cluster: a manager started with --watch-filter=X
+// reconciles only objects labelled with this label and the value X.
+const WatchFilterLabel = "cluster.x-k8s.io/watch-filter"
+
+// Options configure the manager.
+type Options struct {
+	// MetricsAddr serves Prometheus metrics; "0" turns them off.
+	MetricsAddr string
+	// ProbeAddr serves /healthz and /readyz; "0" turns them off.
+	ProbeAddr string
+	// LeaderElection makes one of several replicas active at a time.
+	LeaderElection          bool
+	LeaderElectionNamespace string
+	LeaderElectionID        string
+	// Namespace, when set, limits the manager to one namespace.
+	Namespace string
+	// WatchFilter, when set, limits the manager to objects carrying
+	// WatchFilterLabel with this value.
+	WatchFilter string
+	// Concurrency is the number of parallel reconciles per controller name;
+	// absent names get DefaultConcurrency.
+	Concurrency map[string]int
+	// QPS and Burst limit the manager's client to the API server.
+	QPS   float32
+	Burst int
+	// SyncPeriod is how often every object is reconciled even without
+	// changes; it bounds how long a missed event can go unnoticed.
+	SyncPeriod time.Duration
+}
+
+// DefaultConcurrency is the number of parallel reconciles of a controller
+// the options do not name.
+const DefaultConcurrency = 10
+
+// Controller names, as used in Options.Concurrency and in metrics.
+const (
+	ClusterController           = "cluster"
+	MachineController           = "machine"
+	MachineSetController        = "machineset"
+	MachineDeploymentController = "machinedeployment"
+)
+
+func (o Options) concurrency(name string) int {
+	if n, ok := o.Concurrency[name]; ok && n > 0 {
+		return n
+	}
+	return DefaultConcurrency
+}
+
+// New builds a manager with every Capstan controller registered.
+func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
+	cfg = rest.CopyConfig(cfg)
+	if o.QPS > 0 {
+		cfg.QPS = o.QPS
+	}
+	if o.Burst > 0 {
+		cfg.Burst = o.Burst
+	}
+	cfg.UserAgent = "capstan-manager"
+	cacheOpts := cache.Options{}
+	if o.SyncPeriod > 0 {
+		cacheOpts.SyncPeriod = &o.SyncPeriod
+	}
+	if o.Namespace != "" {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{o.Namespace: {}}
+	}
+	if o.WatchFilter != "" {
+		req, err := labels.NewRequirement(WatchFilterLabel, selection.Equals, []string{o.WatchFilter})
+		if err != nil {
+			return nil, fmt.Errorf("--watch-filter %q: %w", o.WatchFilter, err)
+		}
+		cacheOpts.DefaultLabelSelector = labels.NewSelector().Add(*req)
+	}
+	id := o.LeaderElectionID
+	if id == "" {
+		id = "capstan-manager"
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme.New(),
+		Cache:                         cacheOpts,
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:        o.ProbeAddr,
+		LeaderElection:                o.LeaderElection,
+		LeaderElectionID:              id,
+		LeaderElectionNamespace:       o.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		Client: client.Options{Cache: &client.CacheOptions{
+			// Capstan reads few Secrets and ConfigMaps, one at a time;
+			// caching all of a management cluster's would cost memory and
+			// widen what a manager holds of other teams' data.
+			DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}},
+		}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if o.ProbeAddr != "0" && o.ProbeAddr != "" {
+		if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+			return nil, err
+		}
+		if err := mgr.AddReadyzCheck("cache", func(req *http.Request) error {
+			if !mgr.GetCache().WaitForCacheSync(req.Context()) {
+				return fmt.Errorf("caches not synced")
+			}
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+	}
+	if err := setupControllers(context.Background(), mgr, o); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
