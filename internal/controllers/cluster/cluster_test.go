@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -180,6 +182,29 @@ func TestClusterFollowsItsInfrastructureAndControlPlane(t *testing.T) {
 	if w := c.Status.Workers; w == nil || ptr.Deref(w.DesiredReplicas, -1) != 0 {
 		t.Errorf("workers %+v, want zero desired", w)
 	}
+	waitFor(t, key, func(c *clusterv1.Cluster) string {
+		cond := meta.FindStatusCondition(c.Status.Conditions, clusterv1.ClusterRemoteConnectionProbeCondition)
+		if cond == nil || cond.Status != metav1.ConditionFalse || !strings.Contains(cond.Message, "c1-kubeconfig") {
+			return fmt.Sprintf("RemoteConnectionProbe %+v should say the kubeconfig Secret is missing", cond)
+		}
+		return ""
+	})
+
+	// The management plane stands in for the workload cluster.
+	kubeconfig, err := os.ReadFile(filepath.Join(env.StateDir, "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	create(t, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c1-kubeconfig", Labels: map[string]string{clusterv1.ClusterNameLabel: "c1"}},
+		Data:       map[string][]byte{"value": kubeconfig},
+	})
+	waitFor(t, key, func(c *clusterv1.Cluster) string {
+		if why := condition(c, clusterv1.ClusterRemoteConnectionProbeCondition, metav1.ConditionTrue); why != "" {
+			return why
+		}
+		return condition(c, clusterv1.AvailableCondition, metav1.ConditionTrue)
+	})
 }
 
 func TestClusterReadsV1beta1Providers(t *testing.T) {

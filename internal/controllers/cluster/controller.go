@@ -13,17 +13,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/contract"
 	"capstan.dev/capstan/internal/patch"
 	"capstan.dev/capstan/internal/pause"
+	"capstan.dev/capstan/internal/workload"
 )
 
-// Workload is what the controller needs of the workload cluster cache: the
-// last probe's verdict, and a way to drop a deleted cluster's connection.
+// Workload is what the controller needs of the workload cluster cache.
 type Workload interface {
-	Probe(cluster client.ObjectKey) (connected bool, message string)
+	GetClient(ctx context.Context, cluster client.ObjectKey) (client.Client, error)
+	Health(cluster client.ObjectKey) workload.Health
+	HealthSource(h handler.EventHandler) source.Source
 	Disconnect(cluster client.ObjectKey)
 }
 
@@ -44,14 +47,18 @@ type Reconciler struct {
 // provider objects wake the Cluster that controls them.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	toCluster := handler.EnqueueRequestsFromMapFunc(clusterOfLabel)
-	c, err := ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&clusterv1.Cluster{}).
 		Watches(&clusterv1.Machine{}, toCluster).
 		Watches(&clusterv1.MachineSet{}, toCluster).
 		Watches(&clusterv1.MachineDeployment{}, toCluster).
 		WithOptions(opts).
-		Named("cluster").
-		Build(r)
+		Named("cluster")
+	if r.Workload != nil {
+		// A workload cluster that connects or drops wakes its Cluster.
+		b = b.WatchesRawSource(r.Workload.HealthSource(nil))
+	}
+	c, err := b.Build(r)
 	if err != nil {
 		return err
 	}
@@ -105,6 +112,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		r.reconcileInfrastructure,
 		r.reconcileControlPlane,
 		r.reconcileMachines,
+		r.reconcileRemoteConnection,
 	} {
 		after, err := phase(ctx, s)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,6 +40,8 @@ type scope struct {
 	machineSets        []clusterv1.MachineSet
 	machineDeployments []clusterv1.MachineDeployment
 	machinesRead       bool
+
+	remoteConnection *metav1.Condition
 
 	deleting string // what deletion waits for
 }

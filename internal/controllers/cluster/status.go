@@ -1,9 +1,11 @@
 package cluster
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,7 +38,11 @@ func (r *Reconciler) summarize(s *scope) {
 	set(initializedCondition(c))
 	set(controlPlaneAvailable(c, s))
 	set(workersAvailable(s))
-	set(r.remoteConnection(c))
+	if s.remoteConnection != nil {
+		set(*s.remoteConnection)
+	} else if conditions.Get(c, clusterv1.ClusterRemoteConnectionProbeCondition) == nil {
+		set(metav1.Condition{Type: clusterv1.ClusterRemoteConnectionProbeCondition, Status: metav1.ConditionUnknown, Reason: ProbeNotStartedReason})
+	}
 	if c.DeletionTimestamp.IsZero() {
 		set(metav1.Condition{Type: clusterv1.DeletingCondition, Status: metav1.ConditionFalse, Reason: clusterv1.NotDeletingReason})
 	} else {
@@ -140,7 +146,22 @@ func workersAvailable(s *scope) metav1.Condition {
 	return cond
 }
 
-func (r *Reconciler) remoteConnection(c *clusterv1.Cluster) metav1.Condition {
+// workloadRetry is how soon a Cluster whose workload cluster cannot be
+// reached looks again; the cache itself retries no sooner than every 10 s.
+const workloadRetry = 15 * time.Second
+
+// reconcileRemoteConnection connects to the workload cluster once its control
+// plane is initialized and reports the cache's probes.
+func (r *Reconciler) reconcileRemoteConnection(ctx context.Context, s *scope) (time.Duration, error) {
+	cond := r.remoteConnection(ctx, s.cluster)
+	s.remoteConnection = &cond
+	if cond.Status == metav1.ConditionFalse {
+		return workloadRetry, nil
+	}
+	return 0, nil
+}
+
+func (r *Reconciler) remoteConnection(ctx context.Context, c *clusterv1.Cluster) metav1.Condition {
 	cond := metav1.Condition{Type: clusterv1.ClusterRemoteConnectionProbeCondition}
 	switch {
 	case !ptr.Deref(c.Status.Initialization.ControlPlaneInitialized, false):
@@ -150,11 +171,15 @@ func (r *Reconciler) remoteConnection(c *clusterv1.Cluster) metav1.Condition {
 		cond.Status, cond.Reason = metav1.ConditionUnknown, ProbeNotStartedReason
 		cond.Message = "this manager has no workload cluster access"
 	default:
-		if connected, message := r.Workload.Probe(client.ObjectKeyFromObject(c)); connected {
+		// Connecting is lazy; asking for a client makes the cache connect
+		// and start probing.
+		key := client.ObjectKeyFromObject(c)
+		if _, err := r.Workload.GetClient(ctx, key); err != nil {
+			cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ProbeFailedReason, err.Error()
+		} else if h := r.Workload.Health(key); h.Connected {
 			cond.Status, cond.Reason = metav1.ConditionTrue, ProbeSucceededReason
 		} else {
-			cond.Status, cond.Reason = metav1.ConditionFalse, ProbeFailedReason
-			cond.Message = message
+			cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ProbeFailedReason, h.Message
 		}
 	}
 	return cond
