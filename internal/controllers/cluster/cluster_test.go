@@ -35,7 +35,11 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	env = e
-	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
+	if os.Getenv("CAPSTAN_TEST_LOGS") != "" {
+		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
+	} else {
+		ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	code := func() int {
 		if err := provider.Install(ctx, env.Client); err != nil {

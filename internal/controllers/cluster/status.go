@@ -62,7 +62,7 @@ func externalCondition(condType string, ref clusterv1.ContractVersionedObjectRef
 	case !ref.IsDefined():
 		cond.Status, cond.Reason = metav1.ConditionTrue, InfrastructureNotDefinedReason
 		cond.Message = "the Cluster references no infrastructure"
-	case apierrors.IsNotFound(readErr):
+	case apierrors.IsNotFound(readErr) || (readErr == nil && obj == nil):
 		cond.Status, cond.Reason = metav1.ConditionFalse, clusterv1.ObjectDoesNotExistReason
 		if done {
 			cond.Reason = clusterv1.ObjectDeletedReason

@@ -1,0 +1,111 @@
+package cluster_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/test/provider"
+)
+
+const holdFinalizer = "test.capstan.dev/hold"
+
+func exists(t *testing.T, obj client.Object) bool {
+	t.Helper()
+	err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj)
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return true
+}
+
+func release(t *testing.T, obj client.Object) {
+	t.Helper()
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+		t.Fatal(err)
+	}
+	obj.SetFinalizers(nil)
+	if err := env.Client.Update(context.Background(), obj); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true,
+		func(context.Context) (bool, error) { return cond(), nil }); err != nil {
+		t.Fatalf("%s: not within 30s", what)
+	}
+}
+
+// Deleting a Cluster takes workers first, then the control plane, then the
+// infrastructure, and only then lets the Cluster go.
+func TestClusterDeletionOrder(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	infra := provider.InfraCluster.New(ns, "d", nil)
+	infra.SetFinalizers([]string{holdFinalizer})
+	cp := provider.ControlPlane.New(ns, "d", nil)
+	cp.SetFinalizers([]string{holdFinalizer})
+	cluster := newCluster(ns, "d", infra, cp)
+	worker := &clusterv1.Machine{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "d-worker", Labels: map[string]string{clusterv1.ClusterNameLabel: "d"}, Finalizers: []string{holdFinalizer}},
+		Spec: clusterv1.MachineSpec{
+			ClusterName:       "d",
+			Bootstrap:         clusterv1.Bootstrap{DataSecretName: ptr.To("x")},
+			InfrastructureRef: provider.InfraMachine.Ref("d-worker"),
+		},
+	}
+	create(t, infra, cp, cluster, worker)
+	key := client.ObjectKeyFromObject(cluster)
+	waitFor(t, key, func(c *clusterv1.Cluster) string {
+		if len(c.Finalizers) == 0 {
+			return "no finalizer yet"
+		}
+		return ""
+	})
+
+	if err := env.Client.Delete(ctx, cluster); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "worker Machine deleted first", func() bool { return exists(t, worker) && !worker.DeletionTimestamp.IsZero() })
+	c := waitFor(t, key, func(c *clusterv1.Cluster) string {
+		cond := meta.FindStatusCondition(c.Status.Conditions, clusterv1.DeletingCondition)
+		if cond == nil || cond.Status != metav1.ConditionTrue || cond.Message != "waiting for 1 worker Machine to be deleted" {
+			return "Deleting condition does not say it waits for the worker"
+		}
+		return ""
+	})
+	if c.Status.Phase != string(clusterv1.ClusterPhaseDeleting) {
+		t.Errorf("phase %s", c.Status.Phase)
+	}
+	// The control plane must outlive the workers.
+	time.Sleep(time.Second)
+	if !exists(t, cp) || !cp.GetDeletionTimestamp().IsZero() {
+		t.Fatal("control plane deleted while a worker Machine remained")
+	}
+
+	release(t, worker)
+	eventually(t, "control plane deleted once workers are gone", func() bool { return exists(t, cp) && !cp.GetDeletionTimestamp().IsZero() })
+	if !exists(t, infra) || !infra.GetDeletionTimestamp().IsZero() {
+		t.Fatal("infrastructure deleted while the control plane remained")
+	}
+	release(t, cp)
+	eventually(t, "infrastructure deleted once the control plane is gone", func() bool { return exists(t, infra) && !infra.GetDeletionTimestamp().IsZero() })
+	if !exists(t, cluster) {
+		t.Fatal("Cluster gone while its infrastructure remained")
+	}
+	release(t, infra)
+	eventually(t, "Cluster gone once nothing remains", func() bool { return !exists(t, cluster) })
+}
