@@ -8,11 +8,12 @@ import (
 
 	"capstan.dev/capstan/internal/contract"
 	clustercontroller "capstan.dev/capstan/internal/controllers/cluster"
+	machinecontroller "capstan.dev/capstan/internal/controllers/machine"
 	"capstan.dev/capstan/internal/workload"
 )
 
 // setupControllers registers every controller with mgr.
-func setupControllers(_ context.Context, mgr ctrl.Manager, o Options) error {
+func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	resolver := &contract.Resolver{Reader: mgr.GetClient()}
 	workloads, err := workload.New(mgr.GetClient(), workload.Options{Scheme: mgr.GetScheme(), Logger: mgr.GetLogger().WithName("workload")})
 	if err != nil {
@@ -27,5 +28,14 @@ func setupControllers(_ context.Context, mgr ctrl.Manager, o Options) error {
 		Workload: workloads,
 		Recorder: mgr.GetEventRecorder("cluster-controller"),
 	}
-	return clusters.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.concurrency(ClusterController)})
+	if err := clusters.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.concurrency(ClusterController)}); err != nil {
+		return err
+	}
+	machines := &machinecontroller.Reconciler{
+		Client:   mgr.GetClient(),
+		Resolver: resolver,
+		Workload: workloads,
+		Recorder: mgr.GetEventRecorder("machine-controller"),
+	}
+	return machines.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.concurrency(MachineController)})
 }

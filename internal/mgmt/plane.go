@@ -108,20 +108,9 @@ func Start(ctx context.Context, opts Options) (_ *Plane, err error) {
 	// A run file left by a killed instance describes nobody now.
 	dir.clearRunInfo()
 
-	if p.Ports, err = dir.loadOrChoosePorts(opts.APIServerPort); err != nil {
+	var listener net.Listener
+	if p.Ports, listener, err = dir.bindPorts(opts.APIServerPort); err != nil {
 		return nil, err
-	}
-	listener, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p.Ports.APIServer))
-	if err != nil {
-		return nil, &PortInUseError{What: "API server", Port: p.Ports.APIServer, Err: err}
-	}
-	for what, port := range map[string]int{"etcd client": p.Ports.EtcdClient, "etcd peer": p.Ports.EtcdPeer} {
-		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
-		if err != nil {
-			listener.Close()
-			return nil, &PortInUseError{What: what, Port: port, Err: err}
-		}
-		l.Close()
 	}
 
 	if err := dir.pki().ensure(time.Now()); err != nil {
@@ -167,6 +156,48 @@ func Start(ctx context.Context, opts Options) (_ *Plane, err error) {
 		Since: p.Since, Version: opts.Version,
 	})
 	return p, err
+}
+
+// bindPorts settles the plane's ports and binds the API server's. Ports
+// remembered from an earlier run are kept, and a taken one is an error; a
+// plane that has never run (no etcd data yet) picks other ports instead, so
+// that planes starting side by side (tests, CI) cannot collide.
+func (d StateDir) bindPorts(apiServerPort int) (Ports, net.Listener, error) {
+	fresh := !d.hasEtcdData()
+	for attempt := 0; ; attempt++ {
+		ports, err := d.loadOrChoosePorts(apiServerPort)
+		if err != nil {
+			return ports, nil, err
+		}
+		conflict := d.portConflict(ports)
+		if conflict == nil {
+			listener, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(ports.APIServer))
+			if err == nil {
+				return ports, listener, nil
+			}
+			conflict = &PortInUseError{What: "API server", Port: ports.APIServer, Err: err}
+		}
+		if !fresh || attempt == 10 || (conflict.What == "API server" && apiServerPort != 0) {
+			return ports, nil, conflict
+		}
+		if err := d.forgetPorts(); err != nil {
+			return ports, nil, err
+		}
+	}
+}
+
+func (d StateDir) portConflict(p Ports) *PortInUseError {
+	for _, c := range []struct {
+		what string
+		port int
+	}{{"etcd client", p.EtcdClient}, {"etcd peer", p.EtcdPeer}} {
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(c.port))
+		if err != nil {
+			return &PortInUseError{What: c.what, Port: c.port, Err: err}
+		}
+		l.Close()
+	}
+	return nil
 }
 
 // Done is closed when the API server stops on its own (a fatal error).

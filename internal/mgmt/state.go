@@ -178,6 +178,20 @@ func (d StateDir) loadOrChoosePorts(apiServerPort int) (Ports, error) {
 	return p, writeJSON(d.portsPath(), p)
 }
 
+// hasEtcdData tells whether etcd has ever run in this directory.
+func (d StateDir) hasEtcdData() bool {
+	_, err := os.Stat(filepath.Join(d.etcdDir(), "member"))
+	return err == nil
+}
+
+// forgetPorts drops the remembered ports so that fresh ones are chosen.
+func (d StateDir) forgetPorts() error {
+	if err := os.Remove(d.portsPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
 func freeLoopbackPort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -1,0 +1,187 @@
+package machine
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/contract"
+	"capstan.dev/capstan/internal/patch"
+	"capstan.dev/capstan/internal/pause"
+	"capstan.dev/capstan/internal/workload"
+)
+
+// ProviderIDField indexes Machines by spec.providerID, so a Node event finds
+// its Machine without a list of every Machine.
+const ProviderIDField = "spec.providerID"
+
+// Workload is what the controller needs of the workload cluster cache.
+type Workload interface {
+	GetClient(ctx context.Context, cluster client.ObjectKey) (client.Client, error)
+	GetReader(ctx context.Context, cluster client.ObjectKey) (client.Reader, error)
+	Watch(ctx context.Context, cluster client.ObjectKey, input workload.WatchInput) error
+}
+
+// Reconciler reconciles Machines.
+type Reconciler struct {
+	Client   client.Client
+	Resolver *contract.Resolver
+	Workload Workload
+	Recorder events.EventRecorder
+
+	controller      controller.Controller
+	externalWatches *contract.Tracker
+}
+
+// SetupWithManager registers the controller, the providerID index, and
+// watches on Clusters (initialization and pause change what a Machine may
+// do) and on provider objects the Machines own.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &clusterv1.Machine{}, ProviderIDField, func(o client.Object) []string {
+		if id := o.(*clusterv1.Machine).Spec.ProviderID; id != "" {
+			return []string{id}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	c, err := ctrl.NewControllerManagedBy(mgr).
+		For(&clusterv1.Machine{}).
+		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToMachines)).
+		WithOptions(opts).
+		Named("machine").
+		Build(r)
+	if err != nil {
+		return err
+	}
+	r.controller = c
+	r.externalWatches = &contract.Tracker{
+		Controller: c,
+		Cache:      mgr.GetCache(),
+		Handler:    handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &clusterv1.Machine{}, handler.OnlyControllerOwner()),
+	}
+	return nil
+}
+
+func (r *Reconciler) clusterToMachines(ctx context.Context, obj client.Object) []reconcile.Request {
+	machines := &clusterv1.MachineList{}
+	if err := r.Client.List(ctx, machines, client.InNamespace(obj.GetNamespace()),
+		client.MatchingLabels{clusterv1.ClusterNameLabel: obj.GetName()}); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(machines.Items))
+	for i := range machines.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&machines.Items[i])})
+	}
+	return reqs
+}
+
+// nodeToMachine maps a workload cluster's Node to the Machine in namespace
+// whose providerID it carries.
+func (r *Reconciler) nodeToMachine(namespace string) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		node, ok := obj.(*corev1.Node)
+		if !ok || node.Spec.ProviderID == "" {
+			return nil
+		}
+		machines := &clusterv1.MachineList{}
+		if err := r.Client.List(ctx, machines, client.InNamespace(namespace), client.MatchingFields{ProviderIDField: node.Spec.ProviderID}); err != nil {
+			return nil
+		}
+		reqs := make([]reconcile.Request, 0, len(machines.Items))
+		for i := range machines.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&machines.Items[i])})
+		}
+		return reqs
+	}
+}
+
+// Reconcile brings one Machine a step closer to what its spec asks.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	m := &clusterv1.Machine{}
+	if err := r.Client.Get(ctx, req.NamespacedName, m); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	helper, err := patch.NewHelper(m, r.Client)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	s := &scope{machine: m, now: time.Now()}
+	s.cluster = &clusterv1.Cluster{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: m.Spec.ClusterName}, s.cluster); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+		s.cluster = nil
+	}
+	defer func() {
+		if !s.paused {
+			r.summarize(s)
+		}
+		if err := helper.Patch(ctx, m); err != nil && !apierrors.IsNotFound(err) {
+			reterr = kerrors.NewAggregate([]error{reterr, err})
+		}
+	}()
+
+	if s.paused = pause.Reconcile(s.cluster, m); s.paused {
+		return ctrl.Result{}, nil
+	}
+	if m.Labels == nil {
+		m.Labels = map[string]string{}
+	}
+	m.Labels[clusterv1.ClusterNameLabel] = m.Spec.ClusterName
+
+	if !m.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, s)
+	}
+	if s.cluster == nil {
+		// Machines are created with or just before their Cluster.
+		s.clusterMissing = true
+		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
+	}
+	if len(m.OwnerReferences) == 0 {
+		// A standalone Machine goes with its Cluster.
+		if err := controllerutil.SetOwnerReference(s.cluster, m, r.Client.Scheme()); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	controllerutil.AddFinalizer(m, clusterv1.MachineFinalizer)
+
+	var errs []error
+	var requeue time.Duration
+	for _, phase := range []func(context.Context, *scope) (time.Duration, error){
+		r.reconcileBootstrap,
+		r.reconcileInfrastructure,
+		r.reconcileNode,
+	} {
+		after, err := phase(ctx, s)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if after > 0 && (requeue == 0 || after < requeue) {
+			requeue = after
+		}
+	}
+	if after := s.availableIn(); after > 0 && (requeue == 0 || after < requeue) {
+		requeue = after
+	}
+	err = kerrors.NewAggregate(errs)
+	var notCompliant *contract.NotContractCompliantError
+	var notInstalled *contract.KindNotInstalledError
+	if errors.As(err, &notCompliant) || errors.As(err, &notInstalled) {
+		return ctrl.Result{RequeueAfter: time.Minute}, nil
+	}
+	return ctrl.Result{RequeueAfter: requeue}, err
+}

@@ -1,0 +1,371 @@
+package machine_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/manager"
+	"capstan.dev/capstan/internal/testenv"
+	"capstan.dev/capstan/test/provider"
+)
+
+// mgmt is the management cluster; workloadEnv stands in for the workload
+// cluster whose Nodes the Machines find.
+var mgmt, workloadEnv *testenv.Env
+
+func TestMain(m *testing.M) {
+	if os.Getenv("CAPSTAN_TEST_LOGS") != "" {
+		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
+	} else {
+		ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	code := func() int {
+		var err error
+		if mgmt, err = testenv.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer mgmt.Stop()
+		if workloadEnv, err = testenv.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer workloadEnv.Stop()
+		if err := provider.Install(ctx, mgmt.Client); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		mgr, err := manager.New(mgmt.Config, manager.Options{MetricsAddr: "0", ProbeAddr: "0"})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		go func() {
+			if err := mgr.Start(ctx); err != nil {
+				fmt.Fprintln(os.Stderr, "manager:", err)
+			}
+		}()
+		return m.Run()
+	}()
+	cancel()
+	os.Exit(code)
+}
+
+func eventually(t *testing.T, what string, check func(ctx context.Context) string) {
+	t.Helper()
+	why := ""
+	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		// The poll's own context ends at the deadline; a check cut short
+		// by it would hide the last real reason.
+		why = check(context.Background())
+		return why == "", nil
+	}); err != nil {
+		t.Fatalf("%s: %s", what, why)
+	}
+}
+
+func machineCheck(t *testing.T, key client.ObjectKey, check func(*clusterv1.Machine) string) *clusterv1.Machine {
+	t.Helper()
+	m := &clusterv1.Machine{}
+	eventually(t, "machine "+key.Name, func(ctx context.Context) string {
+		if err := mgmt.Client.Get(ctx, key, m); err != nil {
+			return err.Error()
+		}
+		return check(m)
+	})
+	return m
+}
+
+func cond(m *clusterv1.Machine, t string, s metav1.ConditionStatus) string {
+	c := meta.FindStatusCondition(m.Status.Conditions, t)
+	if c == nil || c.Status != s {
+		return fmt.Sprintf("want %s=%s, have %+v", t, s, c)
+	}
+	return ""
+}
+
+// workloadCluster creates a Cluster whose control plane is initialized and
+// whose kubeconfig reaches the workload plane.
+func workloadCluster(t *testing.T, ns string) *clusterv1.Cluster {
+	t.Helper()
+	ctx := context.Background()
+	kubeconfig, err := os.ReadFile(filepath.Join(workloadEnv.StateDir, "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := provider.ControlPlane.New(ns, "w", nil)
+	c := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w"}}
+	c.Spec.ControlPlaneRef = provider.ControlPlane.Ref("w")
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w-kubeconfig"},
+		Data:       map[string][]byte{"value": kubeconfig},
+	}
+	for _, o := range []client.Object{cp, c, secret} {
+		if err := mgmt.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := provider.SetStatus(ctx, mgmt.Client, cp, map[string]any{"initialization": map[string]any{"controlPlaneInitialized": true}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "cluster initialized", func(ctx context.Context) string {
+		if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
+			return err.Error()
+		}
+		if !ptr.Deref(c.Status.Initialization.ControlPlaneInitialized, false) {
+			return "control plane not initialized yet"
+		}
+		return ""
+	})
+	return c
+}
+
+func readyNode(name, providerID string) *corev1.Node {
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       corev1.NodeSpec{ProviderID: providerID, Taints: []corev1.Taint{{Key: "admin.example.com/keep", Effect: corev1.TaintEffectNoSchedule}}},
+	}
+}
+
+func setNodeReady(t *testing.T, node *corev1.Node) {
+	t.Helper()
+	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+	node.Status.NodeInfo = corev1.NodeSystemInfo{KubeletVersion: "v1.35.0", OSImage: "Capstan test"}
+	if err := workloadEnv.Client.Status().Update(context.Background(), node); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMachineLifecycle(t *testing.T) {
+	ctx := context.Background()
+	ns := mgmt.Namespace(t)
+	cluster := workloadCluster(t, ns)
+
+	bootstrap := provider.BootstrapConfig.New(ns, "m1", nil)
+	infra := provider.InfraMachine.New(ns, "m1", nil)
+	m := &clusterv1.Machine{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "m1", Labels: map[string]string{"node-role.kubernetes.io/worker": "", "app": "not-synced"}},
+		Spec: clusterv1.MachineSpec{
+			ClusterName:       cluster.Name,
+			Version:           "v1.35.0",
+			Bootstrap:         clusterv1.Bootstrap{ConfigRef: provider.BootstrapConfig.Ref("m1")},
+			InfrastructureRef: provider.InfraMachine.Ref("m1"),
+			Taints: []clusterv1.MachineTaint{
+				{Key: "capstan.dev/always", Value: "yes", Effect: corev1.TaintEffectNoSchedule, Propagation: clusterv1.MachineTaintPropagationAlways},
+				{Key: "capstan.dev/once", Effect: corev1.TaintEffectNoSchedule, Propagation: clusterv1.MachineTaintPropagationOnInitialization},
+			},
+		},
+	}
+	for _, o := range []client.Object{bootstrap, infra, m} {
+		if err := mgmt.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key := client.ObjectKeyFromObject(m)
+	machineCheck(t, key, func(m *clusterv1.Machine) string {
+		if !strings.Contains(strings.Join(m.Finalizers, ","), clusterv1.MachineFinalizer) {
+			return "no finalizer"
+		}
+		if len(m.OwnerReferences) != 1 || m.OwnerReferences[0].Kind != "Cluster" {
+			return fmt.Sprintf("owner references %+v", m.OwnerReferences)
+		}
+		if m.Status.Phase != string(clusterv1.MachinePhasePending) {
+			return "phase " + m.Status.Phase
+		}
+		return cond(m, clusterv1.BootstrapConfigReadyCondition, metav1.ConditionFalse)
+	})
+	for _, o := range []*unstructured.Unstructured{bootstrap, infra} {
+		eventually(t, o.GetKind()+" owned by the Machine", func(ctx context.Context) string {
+			if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
+				return err.Error()
+			}
+			refs := o.GetOwnerReferences()
+			if len(refs) != 1 || refs[0].Kind != "Machine" || !ptr.Deref(refs[0].Controller, false) {
+				return fmt.Sprintf("owner references %+v", refs)
+			}
+			return ""
+		})
+	}
+
+	// Bootstrap data appears.
+	if err := provider.SetStatus(ctx, mgmt.Client, bootstrap, map[string]any{
+		"initialization": map[string]any{"dataSecretCreated": true}, "dataSecretName": "m1-bootstrap-data",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	machineCheck(t, key, func(m *clusterv1.Machine) string {
+		if ptr.Deref(m.Spec.Bootstrap.DataSecretName, "") != "m1-bootstrap-data" {
+			return "dataSecretName not copied"
+		}
+		if m.Status.Phase != string(clusterv1.MachinePhaseProvisioning) {
+			return "phase " + m.Status.Phase
+		}
+		return cond(m, clusterv1.BootstrapConfigReadyCondition, metav1.ConditionTrue)
+	})
+
+	// The infrastructure comes up.
+	providerID := "test://" + ns + "/m1"
+	infra.Object["spec"] = map[string]any{"providerID": providerID}
+	if err := mgmt.Client.Update(ctx, infra); err != nil {
+		t.Fatal(err)
+	}
+	if err := provider.SetStatus(ctx, mgmt.Client, infra, map[string]any{
+		"initialization": map[string]any{"provisioned": true},
+		"addresses":      []any{map[string]any{"type": "InternalIP", "address": "10.1.2.3"}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	machineCheck(t, key, func(m *clusterv1.Machine) string {
+		if m.Spec.ProviderID != providerID || len(m.Status.Addresses) != 1 {
+			return fmt.Sprintf("providerID %q addresses %+v", m.Spec.ProviderID, m.Status.Addresses)
+		}
+		if m.Status.Phase != string(clusterv1.MachinePhaseProvisioned) {
+			return "phase " + m.Status.Phase
+		}
+		return ""
+	})
+
+	// The Node registers in the workload cluster.
+	node := readyNode("node-"+ns, providerID)
+	if err := workloadEnv.Client.Create(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = workloadEnv.Client.Delete(context.Background(), node) })
+	setNodeReady(t, node)
+	got := machineCheck(t, key, func(m *clusterv1.Machine) string {
+		if m.Status.NodeRef.Name != node.Name {
+			return "nodeRef " + m.Status.NodeRef.Name
+		}
+		if m.Status.Phase != string(clusterv1.MachinePhaseRunning) {
+			return "phase " + m.Status.Phase
+		}
+		if why := cond(m, clusterv1.ReadyCondition, metav1.ConditionTrue); why != "" {
+			return why
+		}
+		return cond(m, clusterv1.AvailableCondition, metav1.ConditionTrue)
+	})
+	if got.Status.NodeInfo == nil || got.Status.NodeInfo.KubeletVersion != "v1.35.0" {
+		t.Errorf("nodeInfo %+v", got.Status.NodeInfo)
+	}
+	eventually(t, "node labelled, annotated and tainted", func(ctx context.Context) string {
+		if err := workloadEnv.Client.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
+			return err.Error()
+		}
+		if _, ok := node.Labels["node-role.kubernetes.io/worker"]; !ok {
+			return fmt.Sprintf("labels %v", node.Labels)
+		}
+		if _, ok := node.Labels["app"]; ok {
+			return "a label outside the synced domains was copied"
+		}
+		if node.Annotations["cluster.x-k8s.io/machine"] != "m1" || node.Annotations["cluster.x-k8s.io/cluster-namespace"] != ns {
+			return fmt.Sprintf("annotations %v", node.Annotations)
+		}
+		have := map[string]bool{}
+		for _, t := range node.Spec.Taints {
+			have[t.Key] = true
+		}
+		if !have["capstan.dev/always"] || !have["capstan.dev/once"] || !have["admin.example.com/keep"] {
+			return fmt.Sprintf("taints %+v", node.Spec.Taints)
+		}
+		return ""
+	})
+
+	// The Node goes NotReady: the Machine says so.
+	node.Status.Conditions[0].Status = corev1.ConditionFalse
+	node.Status.Conditions[0].Reason = "KubeletNotReady"
+	if err := workloadEnv.Client.Status().Update(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	machineCheck(t, key, func(m *clusterv1.Machine) string {
+		if why := cond(m, clusterv1.NodeHealthyCondition, metav1.ConditionFalse); why != "" {
+			return why
+		}
+		return cond(m, clusterv1.ReadyCondition, metav1.ConditionFalse)
+	})
+	setNodeReady(t, node)
+
+	// Deletion: a pre-drain hook holds it, then the node is drained and
+	// everything goes.
+	waitForServiceAccount(t, ns)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "on-" + ns},
+		Spec: corev1.PodSpec{NodeName: node.Name, TerminationGracePeriodSeconds: ptr.To(int64(0)),
+			Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+	}
+	if err := workloadEnv.Client.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	if err := mgmt.Client.Get(ctx, key, got); err != nil {
+		t.Fatal(err)
+	}
+	hook := clusterv1.PreDrainDeleteHookAnnotationPrefix + "/test"
+	if err := mgmt.Client.Patch(ctx, got, client.RawPatch("application/merge-patch+json",
+		[]byte(`{"metadata":{"annotations":{"`+hook+`":""}}}`))); err != nil {
+		t.Fatal(err)
+	}
+	if err := mgmt.Client.Delete(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	machineCheck(t, key, func(m *clusterv1.Machine) string {
+		c := meta.FindStatusCondition(m.Status.Conditions, clusterv1.DeletingCondition)
+		if c == nil || !strings.Contains(c.Message, "pre-drain hooks") {
+			return fmt.Sprintf("Deleting %+v", c)
+		}
+		return ""
+	})
+	if err := workloadEnv.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+		t.Fatalf("the pod was evicted while a pre-drain hook held the Machine: %v", err)
+	}
+	if err := mgmt.Client.Patch(ctx, got, client.RawPatch("application/merge-patch+json",
+		[]byte(`{"metadata":{"annotations":{"`+hook+`":null}}}`))); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "machine gone", func(ctx context.Context) string {
+		err := mgmt.Client.Get(ctx, key, &clusterv1.Machine{})
+		if apierrors.IsNotFound(err) {
+			return ""
+		}
+		c := meta.FindStatusCondition(got.Status.Conditions, clusterv1.DeletingCondition)
+		_ = mgmt.Client.Get(ctx, key, got)
+		return fmt.Sprintf("still there: %v %+v", err, c)
+	})
+	for _, o := range []client.Object{pod, node} {
+		if err := workloadEnv.Client.Get(ctx, client.ObjectKeyFromObject(o), o); !apierrors.IsNotFound(err) {
+			t.Errorf("%T %s survived the Machine's deletion: %v", o, o.GetName(), err)
+		}
+	}
+	for _, o := range []*unstructured.Unstructured{bootstrap, infra} {
+		if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(o), o); !apierrors.IsNotFound(err) {
+			t.Errorf("%s survived the Machine's deletion: %v", o.GetKind(), err)
+		}
+	}
+}
+
+func waitForServiceAccount(t *testing.T, _ string) {
+	t.Helper()
+	eventually(t, "default service account in the workload cluster", func(ctx context.Context) string {
+		if err := workloadEnv.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "default"}, &corev1.ServiceAccount{}); err != nil {
+			return err.Error()
+		}
+		return ""
+	})
+}

@@ -1,0 +1,205 @@
+package machine
+
+import (
+	"context"
+	"encoding/json"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+)
+
+// Annotations Capstan keeps on every Node it manages, so that anyone on the
+// workload cluster can tell which Machine a Node is.
+const (
+	NodeClusterNameAnnotation      = "cluster.x-k8s.io/cluster-name"
+	NodeClusterNamespaceAnnotation = "cluster.x-k8s.io/cluster-namespace"
+	NodeMachineAnnotation          = "cluster.x-k8s.io/machine"
+	NodeOwnerKindAnnotation        = "cluster.x-k8s.io/owner-kind"
+	NodeOwnerNameAnnotation        = "cluster.x-k8s.io/owner-name"
+	// NodeManagedLabelsAnnotation lists the label keys Capstan copies from
+	// the Machine, so that dropping one from the Machine is noticed.
+	NodeManagedLabelsAnnotation = "cluster.x-k8s.io/labels-from-machine"
+	// NodeManagedTaintsAnnotation lists the taints (key:effect) Capstan put
+	// on the Node from the Machine's spec.taints, so that it removes only
+	// its own when the Machine's list shrinks.
+	NodeManagedTaintsAnnotation = "cluster.x-k8s.io/taints-from-machine"
+)
+
+// fieldManager names Capstan's server-side apply ownership on Nodes.
+const fieldManager = "capstan-machine"
+
+// syncedLabel tells whether a Machine label is one Capstan copies to the
+// Node: node roles and labels in the node-restriction and
+// node.cluster.x-k8s.io domains, which kubelets may not set themselves.
+func syncedLabel(key string) bool {
+	domain, _, found := strings.Cut(key, "/")
+	if !found {
+		return false
+	}
+	switch {
+	case domain == "node-role.kubernetes.io",
+		domain == "node-restriction.kubernetes.io", strings.HasSuffix(domain, ".node-restriction.kubernetes.io"),
+		domain == "node.cluster.x-k8s.io", strings.HasSuffix(domain, ".node.cluster.x-k8s.io"):
+		return true
+	}
+	return false
+}
+
+// syncNode applies the Machine's labels and identity annotations to its
+// Node with server-side apply (so labels Capstan no longer wants are removed
+// and everyone else's are left alone; an unchanged apply writes nothing), and
+// reconciles the Machine's taints.
+func (r *Reconciler) syncNode(ctx context.Context, c client.Client, s *scope) error {
+	m, node := s.machine, s.node
+	labels := map[string]any{}
+	var keys []string
+	for k, v := range m.Labels {
+		if syncedLabel(k) {
+			labels[k] = v
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	annotations := map[string]any{
+		NodeClusterNameAnnotation:      m.Spec.ClusterName,
+		NodeClusterNamespaceAnnotation: m.Namespace,
+		NodeMachineAnnotation:          m.Name,
+		NodeManagedLabelsAnnotation:    strings.Join(keys, ","),
+	}
+	for _, ref := range m.OwnerReferences {
+		if ref.Controller != nil && *ref.Controller {
+			annotations[NodeOwnerKindAnnotation] = ref.Kind
+			annotations[NodeOwnerNameAnnotation] = ref.Name
+		}
+	}
+	if wantsApply(node, labels, annotations) {
+		apply := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1", "kind": "Node",
+			"metadata": map[string]any{"name": node.Name, "labels": labels, "annotations": annotations},
+		}}
+		if err := c.Patch(ctx, apply, client.Apply, client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
+			return err
+		}
+		// Continue from the Node as the apply left it, not the cached copy.
+		fresh := &corev1.Node{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(apply.Object, fresh); err != nil {
+			return err
+		}
+		node = fresh
+	}
+	return syncTaints(ctx, c, node, m.Spec.Taints)
+}
+
+// wantsApply tells whether the Node differs from what Capstan applies; a
+// label dropped from the Machine shows as a change of the managed-labels
+// annotation.
+func wantsApply(node *corev1.Node, labels, annotations map[string]any) bool {
+	for k, v := range labels {
+		if node.Labels[k] != v {
+			return true
+		}
+	}
+	for k, v := range annotations {
+		if node.Annotations[k] != v {
+			return true
+		}
+	}
+	return false
+}
+
+func taintID(key string, effect corev1.TaintEffect) string { return key + ":" + string(effect) }
+
+// syncTaints keeps the Machine's Always taints on the Node and removes the
+// ones Capstan added earlier that the Machine no longer lists; taints to
+// propagate OnInitialization are added once, in the first sync (the Node
+// has no managed-taints annotation yet), and then belong to the Node. Every
+// other taint (the node lifecycle controller's, an admin's) is left alone.
+func syncTaints(ctx context.Context, c client.Client, node *corev1.Node, want []clusterv1.MachineTaint) error {
+	_, synced := node.Annotations[NodeManagedTaintsAnnotation]
+	firstSync := !synced
+	wanted := map[string]corev1.Taint{}
+	var once []corev1.Taint
+	for _, t := range want {
+		taint := corev1.Taint{Key: t.Key, Value: t.Value, Effect: t.Effect}
+		if t.Propagation == clusterv1.MachineTaintPropagationOnInitialization {
+			if firstSync {
+				once = append(once, taint)
+			}
+			continue
+		}
+		wanted[taintID(t.Key, t.Effect)] = taint
+	}
+	previously := map[string]bool{}
+	if v := node.Annotations[NodeManagedTaintsAnnotation]; v != "" {
+		for _, id := range strings.Split(v, ",") {
+			previously[id] = true
+		}
+	}
+	var taints []corev1.Taint
+	changed := false
+	present := map[string]bool{}
+	for _, t := range node.Spec.Taints {
+		id := taintID(t.Key, t.Effect)
+		w, isWanted := wanted[id]
+		switch {
+		case isWanted:
+			present[id] = true
+			if w.Value != t.Value {
+				changed = true
+			}
+			taints = append(taints, w)
+		case previously[id]:
+			changed = true
+		default:
+			taints = append(taints, t)
+		}
+	}
+	for _, t := range once {
+		id := taintID(t.Key, t.Effect)
+		if _, managed := wanted[id]; managed || present[id] || hasTaint(node, id) {
+			continue
+		}
+		taints = append(taints, t)
+		changed = true
+	}
+	ids := make([]string, 0, len(wanted))
+	for id, t := range wanted {
+		ids = append(ids, id)
+		if !present[id] {
+			taints = append(taints, t)
+			changed = true
+		}
+	}
+	sort.Strings(ids)
+	managed := strings.Join(ids, ",")
+	if !changed && synced && node.Annotations[NodeManagedTaintsAnnotation] == managed {
+		return nil
+	}
+	body, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{
+			"resourceVersion": node.ResourceVersion,
+			"annotations":     map[string]any{NodeManagedTaintsAnnotation: managed},
+		},
+		"spec": map[string]any{"taints": taints},
+	})
+	if err != nil {
+		return err
+	}
+	return c.Patch(ctx, node.DeepCopy(), client.RawPatch(types.MergePatchType, body))
+}
+
+func hasTaint(node *corev1.Node, id string) bool {
+	for _, t := range node.Spec.Taints {
+		if taintID(t.Key, t.Effect) == id {
+			return true
+		}
+	}
+	return false
+}

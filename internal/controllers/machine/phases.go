@@ -1,0 +1,266 @@
+package machine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+
+	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/contract"
+	"capstan.dev/capstan/internal/patch"
+	"capstan.dev/capstan/internal/workload"
+)
+
+// missingObjectRetry is how soon a Machine looks again for a referenced
+// object that does not exist yet: it cannot wake the Machine through an
+// owner reference it does not carry yet.
+const missingObjectRetry = 10 * time.Second
+
+// scope is what one reconcile learns about a Machine.
+type scope struct {
+	machine *clusterv1.Machine
+	cluster *clusterv1.Cluster
+	now     time.Time
+
+	paused         bool
+	clusterMissing bool
+
+	bootstrap    *unstructured.Unstructured
+	bootstrapErr error
+
+	infra    *unstructured.Unstructured
+	infraErr error
+
+	node    *corev1.Node
+	nodeErr error // why the Node could not be looked up
+
+	deleting string // what deletion waits for
+}
+
+// external reads the object ref names and makes the Machine its controller.
+// A MachineSet that cloned the object hands controllership over here.
+func (r *Reconciler) external(ctx context.Context, s *scope, ref clusterv1.ContractVersionedObjectReference) (*unstructured.Unstructured, error) {
+	gvk, err := r.Resolver.GroupVersionKind(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	if r.externalWatches != nil {
+		if err := r.externalWatches.Watch(gvk); err != nil {
+			return nil, fmt.Errorf("watching %s: %w", gvk.Kind, err)
+		}
+	}
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.machine.Namespace, Name: ref.Name}, obj); err != nil {
+		return nil, err
+	}
+	if !obj.GetDeletionTimestamp().IsZero() {
+		return obj, nil
+	}
+	helper, err := patch.NewHelper(obj, r.Client)
+	if err != nil {
+		return nil, err
+	}
+	takeControl(obj, s.machine)
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[clusterv1.ClusterNameLabel] = s.machine.Spec.ClusterName
+	obj.SetLabels(labels)
+	return obj, helper.Patch(ctx, obj)
+}
+
+// takeControl makes m the controller of obj, demoting (not removing) a
+// previous controller such as the MachineSet that cloned obj.
+func takeControl(obj *unstructured.Unstructured, m *clusterv1.Machine) {
+	refs := obj.GetOwnerReferences()
+	found := false
+	for i := range refs {
+		if refs[i].UID == m.UID {
+			refs[i].Controller = ptr.To(true)
+			found = true
+			continue
+		}
+		if ptr.Deref(refs[i].Controller, false) {
+			refs[i].Controller = ptr.To(false)
+		}
+	}
+	if !found {
+		refs = append(refs, *controllerRef(m))
+	}
+	obj.SetOwnerReferences(refs)
+}
+
+func controllerRef(m *clusterv1.Machine) *metav1.OwnerReference {
+	return &metav1.OwnerReference{
+		APIVersion: clusterv1.GroupVersion.String(), Kind: clusterv1.MachineKind,
+		Name: m.Name, UID: m.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+	}
+}
+
+func (r *Reconciler) reconcileBootstrap(ctx context.Context, s *scope) (time.Duration, error) {
+	m := s.machine
+	ref := m.Spec.Bootstrap.ConfigRef
+	if !ref.IsDefined() {
+		// The user supplied the data secret directly.
+		m.Status.Initialization.BootstrapDataSecretCreated = ptr.To(m.Spec.Bootstrap.DataSecretName != nil && *m.Spec.Bootstrap.DataSecretName != "")
+		return 0, nil
+	}
+	obj, err := r.external(ctx, s, ref)
+	if err != nil {
+		s.bootstrapErr = err
+		if apierrors.IsNotFound(err) {
+			return missingObjectRetry, nil
+		}
+		return 0, err
+	}
+	s.bootstrap = obj
+	created, err := contract.DataSecretCreated(obj)
+	if err != nil {
+		s.bootstrapErr = err
+		return 0, err
+	}
+	if !created {
+		if m.Status.Initialization.BootstrapDataSecretCreated == nil {
+			m.Status.Initialization.BootstrapDataSecretCreated = ptr.To(false)
+		}
+		return 0, nil
+	}
+	name, err := contract.DataSecretName(obj)
+	if err != nil {
+		return 0, err
+	}
+	if name == "" {
+		s.bootstrapErr = fmt.Errorf("%s %s reports its data secret created but names none in status.dataSecretName", ref.Kind, ref.Name)
+		return 0, nil
+	}
+	m.Spec.Bootstrap.DataSecretName = ptr.To(name)
+	m.Status.Initialization.BootstrapDataSecretCreated = ptr.To(true)
+	return 0, nil
+}
+
+func (r *Reconciler) reconcileInfrastructure(ctx context.Context, s *scope) (time.Duration, error) {
+	m := s.machine
+	obj, err := r.external(ctx, s, m.Spec.InfrastructureRef)
+	if err != nil {
+		s.infraErr = err
+		if apierrors.IsNotFound(err) {
+			return missingObjectRetry, nil
+		}
+		return 0, err
+	}
+	s.infra = obj
+	provisioned, err := contract.InfrastructureProvisioned(obj)
+	if err != nil {
+		s.infraErr = err
+		return 0, err
+	}
+	if !provisioned {
+		if m.Status.Initialization.InfrastructureProvisioned == nil {
+			m.Status.Initialization.InfrastructureProvisioned = ptr.To(false)
+		}
+		return 0, nil
+	}
+	m.Status.Initialization.InfrastructureProvisioned = ptr.To(true)
+	id, err := contract.ProviderID(obj)
+	if err != nil {
+		return 0, err
+	}
+	if id != "" {
+		m.Spec.ProviderID = id
+	}
+	addresses, err := contract.Addresses(obj)
+	if err != nil {
+		return 0, err
+	}
+	m.Status.Addresses = addresses
+	if m.Spec.FailureDomain == "" {
+		fd, err := contract.FailureDomain(obj)
+		if err != nil {
+			return 0, err
+		}
+		m.Spec.FailureDomain = fd
+	}
+	return 0, nil
+}
+
+// reconcileNode finds the Machine's Node in the workload cluster once the
+// control plane is up and the infrastructure has given the Machine a
+// providerID.
+func (r *Reconciler) reconcileNode(ctx context.Context, s *scope) (time.Duration, error) {
+	m := s.machine
+	if m.Spec.ProviderID == "" || !workloadReachable(s.cluster) || r.Workload == nil {
+		return 0, nil
+	}
+	key := client.ObjectKeyFromObject(s.cluster)
+	if err := r.Workload.Watch(ctx, key, workload.WatchInput{
+		Name:    "machine-nodes",
+		Watcher: r.controller,
+		Kind:    &corev1.Node{},
+		Handler: handler.EnqueueRequestsFromMapFunc(r.nodeToMachine(m.Namespace)),
+	}); err != nil {
+		s.nodeErr = err
+		return nodeRetry(err), nil
+	}
+	c, err := r.Workload.GetClient(ctx, key)
+	if err != nil {
+		s.nodeErr = err
+		return nodeRetry(err), nil
+	}
+	node, err := nodeByProviderID(ctx, c, m.Spec.ProviderID)
+	if err != nil {
+		s.nodeErr = err
+		return nodeRetry(err), nil
+	}
+	if node == nil {
+		if m.Status.NodeRef.Name != "" {
+			s.nodeErr = fmt.Errorf("node %s with providerID %s was deleted from the workload cluster", m.Status.NodeRef.Name, m.Spec.ProviderID)
+		}
+		return 0, nil
+	}
+	s.node = node
+	m.Status.NodeRef = clusterv1.MachineNodeReference{Name: node.Name}
+	info := node.Status.NodeInfo
+	m.Status.NodeInfo = &info
+	return 0, r.syncNode(ctx, c, s)
+}
+
+// workloadReachable tells whether the workload cluster's API server is
+// expected to answer: once the control plane is initialized, or, for a
+// Cluster whose control plane is bare Machines, as soon as a kubeconfig
+// may exist (their first Node is what initializes the control plane).
+func workloadReachable(c *clusterv1.Cluster) bool {
+	return ptr.Deref(c.Status.Initialization.ControlPlaneInitialized, false) || !c.Spec.ControlPlaneRef.IsDefined()
+}
+
+// nodeRetry is how soon to look again after the workload cluster could not
+// be asked: the cache retries a failed connection no sooner than every 10 s.
+func nodeRetry(err error) time.Duration {
+	if errors.Is(err, workload.ErrClusterNotConnected) {
+		return 15 * time.Second
+	}
+	return 5 * time.Second
+}
+
+func nodeByProviderID(ctx context.Context, c client.Reader, providerID string) (*corev1.Node, error) {
+	nodes := &corev1.NodeList{}
+	if err := c.List(ctx, nodes); err != nil {
+		return nil, err
+	}
+	for i := range nodes.Items {
+		if nodes.Items[i].Spec.ProviderID == providerID {
+			return &nodes.Items[i], nil
+		}
+	}
+	return nil, nil
+}
