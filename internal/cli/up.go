@@ -17,16 +17,19 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
 
+	"capstan.dev/capstan/internal/manager"
 	"capstan.dev/capstan/internal/mgmt"
 	"capstan.dev/capstan/internal/version"
 )
 
 type upOptions struct {
-	foreground bool
-	apiPort    int
-	timeout    time.Duration
-	notifyFD   int
+	foreground  bool
+	apiPort     int
+	timeout     time.Duration
+	notifyFD    int
+	controllers bool
 }
 
 func newUpCommand(g *globals) *cobra.Command {
@@ -49,6 +52,7 @@ once the plane is ready and returns the shell; --foreground keeps it attached
 	cmd.Flags().BoolVar(&o.foreground, "foreground", false, "stay attached until interrupted instead of detaching once ready")
 	cmd.Flags().IntVar(&o.apiPort, "api-port", 0, "loopback port for the API server (default: chosen on first start, then remembered)")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long to wait for the plane to become ready")
+	cmd.Flags().BoolVar(&o.controllers, "controllers", true, "run Capstan's controllers in this process; turn off when a separate `capstan manager` runs them")
 	cmd.Flags().IntVar(&o.notifyFD, "notify-fd", 0, "file descriptor to report readiness on (used by the detaching parent)")
 	_ = cmd.Flags().MarkHidden("notify-fd")
 	return cmd
@@ -74,6 +78,20 @@ func runForeground(cmd *cobra.Command, dir mgmt.StateDir, o *upOptions) error {
 		return err
 	}
 	defer plane.Stop()
+	// managerDone stays nil (never ready) when no controllers run here.
+	var managerDone chan error
+	if o.controllers {
+		managerDone = make(chan error, 1)
+		ctrl.SetLogger(klog.NewKlogr())
+		mgr, err := manager.New(plane.Controllers, manager.Options{MetricsAddr: "0", ProbeAddr: "0"})
+		if err != nil {
+			if notify != nil {
+				fmt.Fprintf(notify, "error %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
+			}
+			return fmt.Errorf("starting controllers: %w", err)
+		}
+		go func() { managerDone <- mgr.Start(ctx) }()
+	}
 	klog.InfoS("Management plane ready", "server", plane.Admin.Host, "stateDir", dir, "seconds", time.Since(started).Seconds())
 	if notify != nil {
 		fmt.Fprintln(notify, "ready")
@@ -85,9 +103,18 @@ func runForeground(cmd *cobra.Command, dir mgmt.StateDir, o *upOptions) error {
 	select {
 	case <-ctx.Done():
 		klog.InfoS("Stopping management plane", "stateDir", dir)
+		if managerDone != nil {
+			// Controllers stop before the API server they talk to.
+			select {
+			case <-managerDone:
+			case <-time.After(30 * time.Second):
+			}
+		}
 		return nil
 	case err := <-plane.Done():
 		return fmt.Errorf("the API server stopped: %v", err)
+	case err := <-managerDone:
+		return fmt.Errorf("the controllers stopped: %v", err)
 	}
 }
 
@@ -124,6 +151,7 @@ func runDetached(cmd *cobra.Command, dir mgmt.StateDir, o *upOptions) error {
 	}
 	defer readEnd.Close()
 	args := []string{"up", "--foreground", "--state-dir", string(dir), "--notify-fd", "3",
+		"--controllers=" + strconv.FormatBool(o.controllers),
 		"--timeout", o.timeout.String(), "-v", klogVerbosity(cmd)}
 	if o.apiPort != 0 {
 		args = append(args, "--api-port", strconv.Itoa(o.apiPort))
