@@ -27,6 +27,7 @@ up: build
 generate:
 	$(GO) tool controller-gen object paths=./api/...
 	$(GO) tool controller-gen crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(GO) run ./hack/deploy
 
 test: build
 	CAPSTAN_BIN=$(abspath $(BIN)) $(GO) test ./...

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/util/keyutil"
 	"k8s.io/controller-manager/pkg/informerfactory"
 	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/pkg/controller/clusterroleaggregation"
 	"k8s.io/kubernetes/pkg/controller/garbagecollector"
 	namespacecontroller "k8s.io/kubernetes/pkg/controller/namespace"
 	serviceaccountcontroller "k8s.io/kubernetes/pkg/controller/serviceaccount"
@@ -37,7 +38,9 @@ const (
 //   - namespace: empties and removes deleted namespaces;
 //   - garbage collector: deletes dependents whose owners are gone, which is
 //     how owner-reference cascades (foreground and background) happen;
-//   - service accounts and their legacy token secrets.
+//   - service accounts and their legacy token secrets;
+//   - cluster role aggregation, which providers rely on to grant the manager
+//     access to their kinds.
 func runControllers(ctx context.Context, cfg *rest.Config, p pki) (wait func(), err error) {
 	cfg = rest.CopyConfig(cfg)
 	// These controllers make bursts of deletes when a namespace goes; a
@@ -95,6 +98,8 @@ func runControllers(ctx context.Context, cfg *rest.Config, p pki) (wait func(), 
 		return nil, fmt.Errorf("service account token controller: %w", err)
 	}
 
+	aggregation := clusterroleaggregation.NewClusterRoleAggregation(typed.Rbac().V1().ClusterRoles(), kube.RbacV1())
+
 	var wg sync.WaitGroup
 	for _, run := range []func(){
 		func() { namespaces.Run(ctx, 10) },
@@ -102,6 +107,7 @@ func runControllers(ctx context.Context, cfg *rest.Config, p pki) (wait func(), 
 		func() { gc.Sync(ctx, kube.Discovery(), gcDiscoveryInterval) },
 		func() { accounts.Run(ctx, 1) },
 		func() { tokens.Run(ctx, 5) },
+		func() { aggregation.Run(ctx, 1) },
 	} {
 		wg.Go(run)
 	}

@@ -1,0 +1,181 @@
+// Package deploy describes an installation of Capstan into a Kubernetes
+// cluster as plain objects: the CRDs, a namespace, least-privilege RBAC, and
+// the manager Deployment. The committed config/deploy/capstan.yaml is
+// rendered from it (so `kubectl apply -f` installs Capstan anywhere), and
+// the CLI installs the same objects.
+package deploy
+
+import (
+	"bytes"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"capstan.dev/capstan/config/crd"
+)
+
+// Names of the installation's objects.
+const (
+	Namespace      = "capstan-system"
+	ManagerName    = "capstan-manager"
+	DefaultImage   = "ghcr.io/capstan-dev/capstan"
+	managerLabel   = "app.kubernetes.io/name"
+	managerLabelOf = "capstan-manager"
+	// AggregateToManagerLabel is the label a provider puts on a ClusterRole
+	// that grants access to its kinds; the manager's role aggregates every
+	// such role, as Cluster API providers expect.
+	AggregateToManagerLabel = "cluster.x-k8s.io/aggregate-to-manager"
+)
+
+// Options choose what to install.
+type Options struct {
+	// Image is the manager's container image, with its tag.
+	Image string
+}
+
+// Objects returns everything an installation consists of, in the order to
+// apply it.
+func Objects(o Options) ([]client.Object, error) {
+	crds, err := crd.All()
+	if err != nil {
+		return nil, err
+	}
+	var objs []client.Object
+	for _, c := range crds {
+		c.APIVersion, c.Kind = "apiextensions.k8s.io/v1", "CustomResourceDefinition"
+		objs = append(objs, c)
+	}
+	labels := map[string]string{managerLabel: managerLabelOf}
+	objs = append(objs,
+		&corev1.Namespace{TypeMeta: typeMeta("v1", "Namespace"), ObjectMeta: metav1.ObjectMeta{Name: Namespace}},
+		&corev1.ServiceAccount{TypeMeta: typeMeta("v1", "ServiceAccount"), ObjectMeta: metav1.ObjectMeta{Name: ManagerName, Namespace: Namespace}},
+		&rbacv1.ClusterRole{
+			TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "ClusterRole"),
+			ObjectMeta: metav1.ObjectMeta{Name: ManagerName},
+			AggregationRule: &rbacv1.AggregationRule{ClusterRoleSelectors: []metav1.LabelSelector{
+				{MatchLabels: map[string]string{AggregateToManagerLabel: "true"}},
+			}},
+		},
+		&rbacv1.ClusterRole{
+			TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "ClusterRole"),
+			ObjectMeta: metav1.ObjectMeta{Name: ManagerName + "-core", Labels: map[string]string{AggregateToManagerLabel: "true"}},
+			Rules:      managerRules,
+		},
+		&rbacv1.ClusterRoleBinding{
+			TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
+			ObjectMeta: metav1.ObjectMeta{Name: ManagerName},
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: ManagerName},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: ManagerName, Namespace: Namespace}},
+		},
+		&rbacv1.Role{
+			TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "Role"),
+			ObjectMeta: metav1.ObjectMeta{Name: ManagerName + "-leader-election", Namespace: Namespace},
+			Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+			},
+		},
+		&rbacv1.RoleBinding{
+			TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "RoleBinding"),
+			ObjectMeta: metav1.ObjectMeta{Name: ManagerName + "-leader-election", Namespace: Namespace},
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: ManagerName + "-leader-election"},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: ManagerName, Namespace: Namespace}},
+		},
+		managerDeployment(o, labels),
+	)
+	return objs, nil
+}
+
+// managerRules are the manager's rights: full control of Cluster API's own
+// kinds, and only what it needs of Kubernetes' built-in ones. Provider kinds
+// come through aggregation.
+var managerRules = []rbacv1.PolicyRule{
+	{
+		APIGroups: []string{"cluster.x-k8s.io", "bootstrap.cluster.x-k8s.io", "controlplane.cluster.x-k8s.io"},
+		Resources: []string{"*"},
+		Verbs:     []string{"get", "list", "watch", "create", "update", "patch", "delete"},
+	},
+	{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+	{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
+	{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
+	{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
+}
+
+func managerDeployment(o Options, labels map[string]string) *appsv1.Deployment {
+	image := o.Image
+	if image == "" {
+		image = DefaultImage + ":latest"
+	}
+	probe := func(path string) *corev1.Probe {
+		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("health")}}}
+	}
+	return &appsv1.Deployment{
+		TypeMeta:   typeMeta("apps/v1", "Deployment"),
+		ObjectMeta: metav1.ObjectMeta{Name: ManagerName, Namespace: Namespace, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(int32(1)),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					ServiceAccountName:            ManagerName,
+					TerminationGracePeriodSeconds: ptr.To(int64(10)),
+					SecurityContext:               &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+					Containers: []corev1.Container{{
+						Name:  "manager",
+						Image: image,
+						Args:  []string{"manager", "--leader-elect", "--metrics-bind-address=:8080", "--health-probe-bind-address=:9440"},
+						Ports: []corev1.ContainerPort{
+							{Name: "metrics", ContainerPort: 8080, Protocol: corev1.ProtocolTCP},
+							{Name: "health", ContainerPort: 9440, Protocol: corev1.ProtocolTCP},
+						},
+						LivenessProbe:  probe("/healthz"),
+						ReadinessProbe: probe("/readyz"),
+						SecurityContext: &corev1.SecurityContext{
+							AllowPrivilegeEscalation: ptr.To(false),
+							ReadOnlyRootFilesystem:   ptr.To(true),
+							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+						},
+					}},
+				},
+			},
+		},
+	}
+}
+
+func typeMeta(apiVersion, kind string) metav1.TypeMeta {
+	return metav1.TypeMeta{APIVersion: apiVersion, Kind: kind}
+}
+
+// YAML renders the objects as one multi-document YAML stream.
+func YAML(objs []client.Object) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteString("# Capstan: CRDs, RBAC and the manager. Generated by `go run ./hack/deploy`; do not edit.\n")
+	for _, obj := range objs {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			return nil, err
+		}
+		// What the server fills in has no place in a manifest.
+		delete(m, "status")
+		unstructured.RemoveNestedField(m, "metadata", "creationTimestamp")
+		unstructured.RemoveNestedField(m, "spec", "template", "metadata", "creationTimestamp")
+		body, err := yaml.Marshal(m)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
+		}
+		buf.WriteString("---\n")
+		buf.Write(body)
+	}
+	return buf.Bytes(), nil
+}

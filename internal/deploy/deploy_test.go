@@ -1,0 +1,71 @@
+package deploy_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"capstan.dev/capstan/internal/deploy"
+	"capstan.dev/capstan/internal/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { testenv.Main(m, &env) }
+
+func TestCommittedManifestsAreCurrent(t *testing.T) {
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := deploy.Objects(deploy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := deploy.YAML(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(root, "config/deploy/capstan.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Error("config/deploy/capstan.yaml is stale; run make generate")
+	}
+}
+
+// The manifests apply to a real API server, and the manager's role gathers
+// what providers grant through the aggregation label.
+func TestManifestsApplyAndAggregate(t *testing.T) {
+	ctx := context.Background()
+	objs, err := deploy.Objects(deploy.Options{Image: "example.com/capstan:test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range objs {
+		if err := env.Client.Patch(ctx, obj, client.Apply, client.FieldOwner("test"), client.ForceOwnership); err != nil {
+			t.Fatalf("applying %s %s: %v", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
+		}
+	}
+	providerRole := &rbacv1.ClusterRole{
+		ObjectMeta: metav1ObjectMeta("infra-provider", map[string]string{deploy.AggregateToManagerLabel: "true"}),
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"infrastructure.example.com"}, Resources: []string{"widgets"}, Verbs: []string{"get"}}},
+	}
+	if err := env.Client.Create(ctx, providerRole); err != nil {
+		t.Fatal(err)
+	}
+	eventuallyAggregated(t, func(role *rbacv1.ClusterRole) bool {
+		for _, r := range role.Rules {
+			if len(r.APIGroups) == 1 && r.APIGroups[0] == "infrastructure.example.com" {
+				return true
+			}
+		}
+		return false
+	})
+}
