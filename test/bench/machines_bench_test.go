@@ -1,0 +1,171 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/manager"
+	"capstan.dev/capstan/internal/testenv"
+	"capstan.dev/capstan/test/provider"
+)
+
+// BenchmarkMachineDeploymentToRunning creates one Cluster with a
+// MachineDeployment of 20 Machines on the test provider and reports, from
+// create to every Machine Running: API requests and writes per Machine
+// (from the API server's metrics), 409 conflicts, reconciles per Machine,
+// and the requests that dominate.
+func BenchmarkMachineDeploymentToRunning(b *testing.B) {
+	const replicas = 20
+	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
+	mgmt, err := testenv.Start()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer mgmt.Stop()
+	wl, err := testenv.Start()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer wl.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := provider.Install(ctx, mgmt.Client); err != nil {
+		b.Fatal(err)
+	}
+	mgr, err := manager.New(mgmt.Config, manager.Options{MetricsAddr: "0", ProbeAddr: "0"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := (&provider.Provisioner{Client: mgr.GetClient(), Workload: wl.Client}).SetupWithManager(mgr); err != nil {
+		b.Fatal(err)
+	}
+	go func() { _ = mgr.Start(ctx) }()
+
+	for i := 0; i < b.N; i++ {
+		ns := fmt.Sprintf("bench-%d-%d", time.Now().UnixNano(), i)
+		if err := mgmt.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			b.Fatal(err)
+		}
+		beforeRequests, err := scrapeRequests(ctx, mgmt.Config)
+		if err != nil {
+			b.Fatal(err)
+		}
+		beforeReconciles, err := reconciles()
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		createCluster(b, ctx, mgmt, wl, ns, replicas)
+		// The manager's cache answers, so waiting adds no API requests.
+		waitRunning(b, ctx, mgr.GetClient(), ns, replicas)
+		elapsed := time.Since(start)
+		// Let the last status writes land before counting.
+		time.Sleep(2 * time.Second)
+
+		afterRequests, err := scrapeRequests(ctx, mgmt.Config)
+		if err != nil {
+			b.Fatal(err)
+		}
+		afterReconciles, err := reconciles()
+		if err != nil {
+			b.Fatal(err)
+		}
+		d := afterRequests.minus(beforeRequests)
+		var rec []string
+		var totalRec float64
+		for name, v := range afterReconciles {
+			n := v - beforeReconciles[name]
+			totalRec += n
+			rec = append(rec, fmt.Sprintf("%s=%.1f", name, n/replicas))
+		}
+		sort.Strings(rec)
+		b.ReportMetric(elapsed.Seconds(), "s-to-running")
+		b.ReportMetric(d.total()/replicas, "requests/machine")
+		b.ReportMetric(d.writes()/replicas, "writes/machine")
+		b.ReportMetric(d.conflicts, "conflicts")
+		b.ReportMetric(totalRec/replicas, "reconciles/machine")
+		b.ReportMetric(0, "ns/op")
+		b.Logf("reconciles per machine: %s", strings.Join(rec, " "))
+		b.Logf("requests that dominate: %s", strings.Join(d.top(12), " "))
+	}
+}
+
+func createCluster(b *testing.B, ctx context.Context, mgmt, wl *testenv.Env, ns string, replicas int32) {
+	b.Helper()
+	kubeconfig, err := os.ReadFile(filepath.Join(wl.StateDir, "kubeconfig"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	infra := provider.InfraCluster.New(ns, "bench", map[string]any{"controlPlaneEndpoint": map[string]any{"host": "127.0.0.1", "port": int64(6443)}})
+	cp := provider.ControlPlane.New(ns, "bench", nil)
+	cluster := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bench"}}
+	cluster.Spec.InfrastructureRef = provider.InfraCluster.Ref("bench")
+	cluster.Spec.ControlPlaneRef = provider.ControlPlane.Ref("bench")
+	infraTemplate := provider.InfraMachineTemplate.New(ns, "workers", map[string]any{"template": map[string]any{"spec": map[string]any{}}})
+	bootstrapTemplate := provider.BootstrapConfigTemplate.New(ns, "workers", map[string]any{"template": map[string]any{"spec": map[string]any{}}})
+	md := &clusterv1.MachineDeployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "workers"},
+		Spec: clusterv1.MachineDeploymentSpec{
+			ClusterName: "bench",
+			Replicas:    ptr.To(replicas),
+			Selector:    metav1.LabelSelector{MatchLabels: map[string]string{"pool": "workers"}},
+			Template: clusterv1.MachineTemplateSpec{
+				ObjectMeta: clusterv1.ObjectMeta{Labels: map[string]string{"pool": "workers"}},
+				Spec: clusterv1.MachineSpec{
+					ClusterName:       "bench",
+					Version:           "v1.35.0",
+					Bootstrap:         clusterv1.Bootstrap{ConfigRef: provider.BootstrapConfigTemplate.Ref("workers")},
+					InfrastructureRef: provider.InfraMachineTemplate.Ref("workers"),
+				},
+			},
+		},
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bench-kubeconfig"}, Data: map[string][]byte{"value": kubeconfig}}
+	for _, o := range []client.Object{secret, infra, cp, infraTemplate, bootstrapTemplate, cluster, md} {
+		if err := mgmt.Client.Create(ctx, o); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := provider.SetStatus(ctx, mgmt.Client, infra, map[string]any{"initialization": map[string]any{"provisioned": true}}); err != nil {
+		b.Fatal(err)
+	}
+	if err := provider.SetStatus(ctx, mgmt.Client, cp, map[string]any{"initialization": map[string]any{"controlPlaneInitialized": true}}); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func waitRunning(b *testing.B, ctx context.Context, c client.Client, ns string, replicas int) {
+	b.Helper()
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		machines := &clusterv1.MachineList{}
+		if err := c.List(ctx, machines, client.InNamespace(ns)); err != nil {
+			return false, nil
+		}
+		running := 0
+		for _, m := range machines.Items {
+			if m.Status.Phase == string(clusterv1.MachinePhaseRunning) {
+				running++
+			}
+		}
+		return running == replicas, nil
+	})
+	if err != nil {
+		b.Fatalf("machines not all Running: %v", err)
+	}
+}
