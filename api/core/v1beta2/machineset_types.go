@@ -24,7 +24,9 @@ type MachineSetSpec struct {
 
 	// selector picks the Machines this MachineSet counts as its own. It must
 	// match the labels in template.metadata.labels.
-	// +required
+	// Left out, the controller fills it in (there is no defaulting webhook):
+	// Cluster API manifests often rely on that.
+	// +optional
 	Selector metav1.LabelSelector `json:"selector,omitempty,omitzero"`
 
 	// template is the Machine to create when there are too few. References
@@ -159,9 +161,9 @@ type MachineSet struct {
 	// +required
 	// +kubebuilder:validation:XValidation:rule="self.clusterName == oldSelf.clusterName",message="spec.clusterName is immutable: create a new MachineSet in the other Cluster instead",fieldPath=".clusterName"
 	// +kubebuilder:validation:XValidation:rule="self.template.spec.clusterName == self.clusterName",message="spec.template.spec.clusterName must equal spec.clusterName",fieldPath=".template.spec.clusterName"
-	// +kubebuilder:validation:XValidation:rule="!has(self.selector.matchLabels) || (has(self.template.metadata) && has(self.template.metadata.labels) && [self.template.metadata.labels].all(l, self.selector.matchLabels.all(k, k in l && l[k] in [self.selector.matchLabels[k]])))",message="spec.selector does not match spec.template.metadata.labels: every selector matchLabels entry must be set to the same value in the template labels",fieldPath=".selector"
-	// +kubebuilder:validation:XValidation:rule="!has(self.selector.matchExpressions) || [has(self.template.metadata) && has(self.template.metadata.labels) ? self.template.metadata.labels : {}].all(l, self.selector.matchExpressions.all(e, e.operator in ['NotIn'] || ((e.operator in ['DoesNotExist']) != (e.key in l))))",message="spec.selector does not match spec.template.metadata.labels: add the template labels that the selector's In and Exists expressions ask for, and drop those its DoesNotExist expressions exclude",fieldPath=".selector"
-	// +kubebuilder:validation:XValidation:rule="!has(self.selector.matchExpressions) || self.selector.matchExpressions.all(e, (e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist']) && ((e.operator in ['In', 'NotIn']) == (has(e.values) && size(e.values) > 0)))",message="spec.selector.matchExpressions: operator must be In, NotIn, Exists or DoesNotExist; In and NotIn need values, Exists and DoesNotExist take none",fieldPath=".selector.matchExpressions"
+	// +kubebuilder:validation:XValidation:rule="!has(self.selector) || !has(self.selector.matchLabels) || (has(self.template.metadata) && has(self.template.metadata.labels) && [self.template.metadata.labels].all(l, self.selector.matchLabels.all(k, k in l && l[k] in [self.selector.matchLabels[k]])))",message="spec.selector does not match spec.template.metadata.labels: every selector matchLabels entry must be set to the same value in the template labels",fieldPath=".selector"
+	// +kubebuilder:validation:XValidation:rule="!has(self.selector) || !has(self.selector.matchExpressions) || [has(self.template.metadata) && has(self.template.metadata.labels) ? self.template.metadata.labels : {}].all(l, self.selector.matchExpressions.all(e, e.operator in ['NotIn'] || ((e.operator in ['DoesNotExist']) != (e.key in l))))",message="spec.selector does not match spec.template.metadata.labels: add the template labels that the selector's In and Exists expressions ask for, and drop those its DoesNotExist expressions exclude",fieldPath=".selector"
+	// +kubebuilder:validation:XValidation:rule="!has(self.selector) || !has(self.selector.matchExpressions) || self.selector.matchExpressions.all(e, (e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist']) && ((e.operator in ['In', 'NotIn']) == (has(e.values) && size(e.values) > 0)))",message="spec.selector.matchExpressions: operator must be In, NotIn, Exists or DoesNotExist; In and NotIn need values, Exists and DoesNotExist take none",fieldPath=".selector.matchExpressions"
 	Spec MachineSetSpec `json:"spec,omitempty,omitzero"`
 
 	// status is the observed state of the MachineSet.
