@@ -9,6 +9,8 @@ import (
 	"capstan.dev/capstan/internal/contract"
 	clustercontroller "capstan.dev/capstan/internal/controllers/cluster"
 	machinecontroller "capstan.dev/capstan/internal/controllers/machine"
+	machinedeploymentcontroller "capstan.dev/capstan/internal/controllers/machinedeployment"
+	machinesetcontroller "capstan.dev/capstan/internal/controllers/machineset"
 	"capstan.dev/capstan/internal/workload"
 )
 
@@ -37,5 +39,20 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Workload: workloads,
 		Recorder: mgr.GetEventRecorder("machine-controller"),
 	}
-	return machines.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.concurrency(MachineController)})
+	if err := machines.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.concurrency(MachineController)}); err != nil {
+		return err
+	}
+	sets := &machinesetcontroller.Reconciler{
+		Client:   mgr.GetClient(),
+		Resolver: resolver,
+		Recorder: mgr.GetEventRecorder("machineset-controller"),
+	}
+	if err := sets.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.concurrency(MachineSetController)}); err != nil {
+		return err
+	}
+	deployments := &machinedeploymentcontroller.Reconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder("machinedeployment-controller"),
+	}
+	return deployments.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.concurrency(MachineDeploymentController)})
 }

@@ -4,8 +4,8 @@
 // nothing did. Merge patches carry only the fields that differ, so two
 // controllers that own different fields of an object never conflict; the
 // patch is made conditional on the object's resourceVersion only when it
-// changes lists that others edit too (finalizers, owner references), where a
-// blind write could drop someone else's entry.
+// changes lists that others edit too (finalizers, owner references, status
+// conditions), where a blind write could drop someone else's entry.
 package patch
 
 import (
@@ -65,6 +65,15 @@ func (h *Helper) Patch(ctx context.Context, obj client.Object) error {
 		body, err := mergePatch(map[string]any{"status": beforeStatus}, map[string]any{"status": afterStatus})
 		if err != nil {
 			return err
+		}
+		if conditionsChanged(beforeStatus, afterStatus) {
+			// A merge patch replaces the whole conditions list; other
+			// controllers own some of its entries (UpToDate on a Machine is
+			// its MachineSet's), so the list is only written over the
+			// version it was read from.
+			if body, err = withResourceVersion(body, obj.GetResourceVersion()); err != nil {
+				return err
+			}
 		}
 		target := obj.DeepCopyObject().(client.Object)
 		if err := h.client.Status().Patch(ctx, target, client.RawPatch(types.MergePatchType, body)); err != nil {
@@ -129,6 +138,12 @@ func needsLock(before, after map[string]any) bool {
 		}
 	}
 	return false
+}
+
+func conditionsChanged(before, after any) bool {
+	b, _ := before.(map[string]any)
+	a, _ := after.(map[string]any)
+	return !reflect.DeepEqual(b["conditions"], a["conditions"])
 }
 
 func withResourceVersion(body []byte, rv string) ([]byte, error) {

@@ -112,3 +112,20 @@ func TestFinalizerChangeOnStaleCopyConflicts(t *testing.T) {
 		t.Fatalf("want a conflict, got %v", err)
 	}
 }
+
+// Changing conditions over a stale copy must not drop a condition someone
+// else wrote since.
+func TestConditionsChangeOnStaleCopyConflicts(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t)
+	h, _ := patch.NewHelper(c, env.Client)
+	other := c.DeepCopy()
+	meta.SetStatusCondition(&other.Status.Conditions, metav1.Condition{Type: "TheirCondition", Status: metav1.ConditionTrue, Reason: "Theirs"})
+	if err := env.Client.Status().Update(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: "MyCondition", Status: metav1.ConditionTrue, Reason: "Mine"})
+	if err := h.Patch(ctx, c); !apierrors.IsConflict(err) {
+		t.Fatalf("want a conflict, got %v", err)
+	}
+}

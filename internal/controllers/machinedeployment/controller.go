@@ -1,0 +1,242 @@
+package machinedeployment
+
+import (
+	"context"
+	"reflect"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/conditions"
+	"capstan.dev/capstan/internal/patch"
+	"capstan.dev/capstan/internal/pause"
+)
+
+// Finalizer keeps a MachineDeployment until its MachineSets are gone, so
+// that a Cluster being deleted sees its workers go in order.
+const Finalizer = "cluster.x-k8s.io/machinedeployment"
+
+// DefaultRevisionHistoryLimit is how many old MachineSets that are scaled to
+// zero and hold no Machines are kept for rollbacks when the Reconciler sets
+// no limit. The v1beta2 API has no per-MachineDeployment field for it.
+const DefaultRevisionHistoryLimit = 1
+
+// Reconciler reconciles MachineDeployments.
+type Reconciler struct {
+	Client   client.Client
+	Recorder events.EventRecorder
+
+	// RevisionHistoryLimit is how many old, empty MachineSets each
+	// MachineDeployment keeps for rollbacks; nil means
+	// DefaultRevisionHistoryLimit. With 0 none is kept, and RollbackTemplate
+	// finds no earlier revision.
+	RevisionHistoryLimit *int32
+}
+
+// SetupWithManager registers the controller. MachineSets wake the
+// MachineDeployment that controls them, or those whose selector matches
+// them while nobody controls them; Machines wake their MachineDeployment
+// when something a condition summarises changes; Clusters wake their
+// MachineDeployments when they are paused or resumed.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&clusterv1.MachineDeployment{}, builder.WithPredicates(notStatusOnly)).
+		Owns(&clusterv1.MachineSet{}).
+		Watches(&clusterv1.MachineSet{}, handler.EnqueueRequestsFromMapFunc(r.orphanToDeployments)).
+		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(machineToDeployment), builder.WithPredicates(machineSummaryChanged)).
+		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToDeployments), builder.WithPredicates(clusterPauseChanged)).
+		WithOptions(opts).
+		Named("machinedeployment").
+		Complete(r)
+}
+
+// notStatusOnly drops the update events a MachineDeployment's own status
+// writes cause; the cache's periodic resyncs (no change at all) pass.
+var notStatusOnly = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	o, n := e.ObjectOld, e.ObjectNew
+	return o.GetResourceVersion() == n.GetResourceVersion() ||
+		o.GetGeneration() != n.GetGeneration() ||
+		!reflect.DeepEqual(o.GetLabels(), n.GetLabels()) ||
+		!reflect.DeepEqual(o.GetAnnotations(), n.GetAnnotations()) ||
+		!reflect.DeepEqual(o.GetFinalizers(), n.GetFinalizers()) ||
+		!reflect.DeepEqual(o.GetOwnerReferences(), n.GetOwnerReferences()) ||
+		o.GetDeletionTimestamp().IsZero() != n.GetDeletionTimestamp().IsZero()
+}}
+
+// summarisedMachineConditions are the Machine conditions the
+// MachineDeployment's own conditions are made from.
+var summarisedMachineConditions = []string{
+	clusterv1.ReadyCondition,
+	clusterv1.UpToDateCondition,
+	clusterv1.HealthCheckSucceededCondition,
+	clusterv1.OwnerRemediatedCondition,
+}
+
+// machineSummaryChanged passes Machine events that can change the
+// MachineDeployment's plan or conditions: a Machine appears, goes, starts
+// being deleted, changes owner, or one of the summarised conditions changes
+// status.
+var machineSummaryChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	o, ok1 := e.ObjectOld.(*clusterv1.Machine)
+	n, ok2 := e.ObjectNew.(*clusterv1.Machine)
+	if !ok1 || !ok2 {
+		return true
+	}
+	if o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero() ||
+		o.Labels[clusterv1.MachineDeploymentNameLabel] != n.Labels[clusterv1.MachineDeploymentNameLabel] ||
+		!reflect.DeepEqual(metav1.GetControllerOf(o), metav1.GetControllerOf(n)) {
+		return true
+	}
+	for _, t := range summarisedMachineConditions {
+		if conditionStatus(o, t) != conditionStatus(n, t) {
+			return true
+		}
+	}
+	return false
+}}
+
+func conditionStatus(obj interface{ GetConditions() []metav1.Condition }, t string) metav1.ConditionStatus {
+	if c := conditions.Get(obj, t); c != nil {
+		return c.Status
+	}
+	return ""
+}
+
+// clusterPauseChanged passes a Cluster's creation and the updates that pause
+// or resume it.
+var clusterPauseChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*clusterv1.Cluster)
+		n, ok2 := e.ObjectNew.(*clusterv1.Cluster)
+		if !ok1 || !ok2 {
+			return true
+		}
+		po, _ := pause.Check(o, o)
+		pn, _ := pause.Check(n, n)
+		return po != pn
+	},
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+func machineToDeployment(_ context.Context, obj client.Object) []reconcile.Request {
+	name := obj.GetLabels()[clusterv1.MachineDeploymentNameLabel]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}}}
+}
+
+// orphanToDeployments maps a MachineSet nobody controls to the
+// MachineDeployments that may adopt it.
+func (r *Reconciler) orphanToDeployments(ctx context.Context, obj client.Object) []reconcile.Request {
+	ms, ok := obj.(*clusterv1.MachineSet)
+	if !ok || metav1.GetControllerOf(ms) != nil {
+		return nil
+	}
+	list := &clusterv1.MachineDeploymentList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(ms.Namespace)); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		md := &list.Items[i]
+		if md.Spec.ClusterName != ms.Spec.ClusterName {
+			continue
+		}
+		if sel, err := selectorOf(md); err == nil && !sel.Empty() && sel.Matches(labels.Set(ms.Labels)) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(md)})
+		}
+	}
+	return reqs
+}
+
+func (r *Reconciler) clusterToDeployments(ctx context.Context, obj client.Object) []reconcile.Request {
+	list := &clusterv1.MachineDeploymentList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		if list.Items[i].Spec.ClusterName == obj.GetName() {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return reqs
+}
+
+func selectorOf(md *clusterv1.MachineDeployment) (labels.Selector, error) {
+	return metav1.LabelSelectorAsSelector(&md.Spec.Selector)
+}
+
+// Reconcile moves one MachineDeployment a step towards its spec and reports
+// where it stands.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	md := &clusterv1.MachineDeployment{}
+	if err := r.Client.Get(ctx, req.NamespacedName, md); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	helper, err := patch.NewHelper(md, r.Client)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	s := &scope{md: md, now: time.Now()}
+	defer func() {
+		if !s.paused {
+			r.summarize(s)
+		}
+		if err := helper.Patch(ctx, md); err != nil && !apierrors.IsNotFound(err) {
+			reterr = kerrors.NewAggregate([]error{reterr, err})
+		}
+	}()
+
+	cluster := &clusterv1.Cluster{}
+	switch err := r.Client.Get(ctx, client.ObjectKey{Namespace: md.Namespace, Name: md.Spec.ClusterName}, cluster); {
+	case apierrors.IsNotFound(err):
+		cluster = nil
+	case err != nil:
+		return ctrl.Result{}, err
+	}
+	s.cluster = cluster
+
+	if s.paused = pause.Reconcile(cluster, md); s.paused {
+		return ctrl.Result{}, nil
+	}
+	if !md.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.reconcileDelete(ctx, s)
+	}
+	if cluster == nil {
+		// The Cluster's creation wakes the MachineDeployment.
+		s.waiting = "waiting for Cluster " + md.Spec.ClusterName + " to exist"
+		return ctrl.Result{}, nil
+	}
+	r.reconcileMetadata(s)
+	if err := r.readMachineSets(ctx, s, true); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.rollout(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.cleanupHistory(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: s.requeueAfter}, nil
+}
+
+// isController tells whether ref names md as controller.
+func isController(ref *metav1.OwnerReference, md *clusterv1.MachineDeployment) bool {
+	return ref != nil && ref.UID == md.UID && ref.Kind == clusterv1.MachineDeploymentKind
+}

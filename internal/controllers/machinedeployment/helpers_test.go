@@ -1,0 +1,231 @@
+package machinedeployment
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/plan"
+)
+
+func template(version string) clusterv1.MachineTemplateSpec {
+	return clusterv1.MachineTemplateSpec{
+		ObjectMeta: clusterv1.ObjectMeta{Labels: map[string]string{"pool": "a"}},
+		Spec: clusterv1.MachineSpec{
+			ClusterName: "c1",
+			Version:     version,
+			Bootstrap:   clusterv1.Bootstrap{DataSecretName: ptr.To("data")},
+			InfrastructureRef: clusterv1.ContractVersionedObjectReference{
+				APIGroup: "infrastructure.example.com", Kind: "ExampleMachineTemplate", Name: "t1",
+			},
+		},
+	}
+}
+
+func TestTemplateUpToDateIgnoresInPlaceFields(t *testing.T) {
+	base := template("v1.34.0")
+	inPlace := base
+	inPlace.Labels = map[string]string{"pool": "b", "extra": "x"}
+	inPlace.Annotations = map[string]string{"note": "y"}
+	inPlace.Spec.MinReadySeconds = ptr.To(int32(30))
+	inPlace.Spec.ReadinessGates = []clusterv1.MachineReadinessGate{{ConditionType: "X"}}
+	inPlace.Spec.Deletion.NodeDrainTimeoutSeconds = ptr.To(int32(60))
+	inPlace.Spec.Deletion.NodeVolumeDetachTimeoutSeconds = ptr.To(int32(60))
+	inPlace.Spec.Deletion.NodeDeletionTimeoutSeconds = ptr.To(int32(60))
+	inPlace.Spec.Taints = []clusterv1.MachineTaint{{Key: "k", Effect: "NoSchedule", Propagation: clusterv1.MachineTaintPropagationAlways}}
+	if !TemplateUpToDate(&base, &inPlace) {
+		t.Error("fields propagated in place must not need new Machines")
+	}
+	if templateHash(&base, 0) != templateHash(&inPlace, 0) {
+		t.Error("fields propagated in place must not change the hash")
+	}
+
+	for name, change := range map[string]func(*clusterv1.MachineTemplateSpec){
+		"version":        func(t *clusterv1.MachineTemplateSpec) { t.Spec.Version = "v1.35.0" },
+		"infrastructure": func(t *clusterv1.MachineTemplateSpec) { t.Spec.InfrastructureRef.Name = "t2" },
+		"bootstrap": func(t *clusterv1.MachineTemplateSpec) {
+			t.Spec.Bootstrap.ConfigRef = clusterv1.ContractVersionedObjectReference{APIGroup: "b", Kind: "C", Name: "n"}
+		},
+		"failure domain": func(t *clusterv1.MachineTemplateSpec) { t.Spec.FailureDomain = "fd-b" },
+	} {
+		changed := *base.DeepCopy()
+		change(&changed)
+		if TemplateUpToDate(&base, &changed) {
+			t.Errorf("a %s change must need new Machines", name)
+		}
+		if templateHash(&base, 0) == templateHash(&changed, 0) {
+			t.Errorf("a %s change must change the hash", name)
+		}
+		if got := templateChanges(&base, &changed); len(got) != 1 {
+			t.Errorf("a %s change is described as %q", name, got)
+		}
+	}
+	v2 := template("v1.35.0")
+	if got := templateChanges(&base, &v2); len(got) != 1 || got[0] != "version v1.34.0 → v1.35.0" {
+		t.Errorf("version change described as %q", got)
+	}
+}
+
+func TestTemplateHashAndNames(t *testing.T) {
+	tmpl := template("v1.34.0")
+	h := templateHash(&tmpl, 0)
+	if len(h) != 10 || strings.Trim(h, hashAlphabet) != "" {
+		t.Errorf("hash %q is not 10 characters of %q", h, hashAlphabet)
+	}
+	if templateHash(&tmpl, 0) != h {
+		t.Error("the hash is not stable")
+	}
+	if templateHash(&tmpl, 1) == h {
+		t.Error("a salt must give another hash")
+	}
+	md := &clusterv1.MachineDeployment{ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("a", 52) + "-" + strings.Repeat("b", 10)}}
+	name := setName(md, h)
+	if len(name) > 63 || !strings.HasSuffix(name, "-"+h) || strings.Contains(name, "--") {
+		t.Errorf("name %q", name)
+	}
+	if got := setName(&clusterv1.MachineDeployment{ObjectMeta: metav1.ObjectMeta{Name: "md"}}, h); got != "md-"+h {
+		t.Errorf("name %q", got)
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	md := &clusterv1.MachineDeployment{ObjectMeta: metav1.ObjectMeta{Name: "md"}}
+	defaultSelector(md)
+	if md.Spec.Selector.MatchLabels[clusterv1.MachineDeploymentNameLabel] != "md" || md.Spec.Template.Labels[clusterv1.MachineDeploymentNameLabel] != "md" {
+		t.Errorf("selector %+v, template labels %v", md.Spec.Selector, md.Spec.Template.Labels)
+	}
+	custom := &clusterv1.MachineDeployment{ObjectMeta: metav1.ObjectMeta{Name: "md"}}
+	custom.Spec.Selector.MatchLabels = map[string]string{"pool": "a"}
+	defaultSelector(custom)
+	if len(custom.Spec.Selector.MatchLabels) != 1 || custom.Spec.Template.Labels != nil {
+		t.Errorf("a selector that is set was changed: %+v", custom.Spec.Selector)
+	}
+
+	for _, c := range []struct {
+		annotations map[string]string
+		want        int32
+	}{
+		{nil, 1},
+		{map[string]string{autoscalerMinSizeAnnotation: "3"}, 1},
+		{map[string]string{autoscalerMinSizeAnnotation: "3", autoscalerMaxSizeAnnotation: "5"}, 3},
+		{map[string]string{autoscalerMinSizeAnnotation: "x", autoscalerMaxSizeAnnotation: "5"}, 1},
+	} {
+		md := &clusterv1.MachineDeployment{ObjectMeta: metav1.ObjectMeta{Annotations: c.annotations}}
+		if got := defaultReplicas(md); got != c.want {
+			t.Errorf("annotations %v: replicas %d, want %d", c.annotations, got, c.want)
+		}
+	}
+}
+
+func TestSyncSetPropagatesInPlaceFieldsToTheUpToDateSetOnly(t *testing.T) {
+	md := &clusterv1.MachineDeployment{ObjectMeta: metav1.ObjectMeta{Name: "md", Annotations: map[string]string{
+		"team": "x", clusterv1.RevisionAnnotation: "7", "kubectl.kubernetes.io/last-applied-configuration": "{}",
+	}}}
+	md.Spec.ClusterName = "c1"
+	md.Spec.Template = template("v1.34.0")
+	md.Spec.Template.Labels = map[string]string{"pool": "a", "tier": "gold"}
+	md.Spec.Template.Spec.MinReadySeconds = ptr.To(int32(5))
+	md.Spec.Deletion.Order = clusterv1.NewestMachineSetDeletionOrder
+
+	ms := newMachineSet(md, "md-h", "h", 1, 2, 1)
+	ms.Spec.Template.Labels = map[string]string{"pool": "a", "gone": "yes", clusterv1.MachineDeploymentUniqueLabel: "h"}
+	ms.Spec.Template.Spec.MinReadySeconds = nil
+	ms.Spec.Deletion.Order = ""
+	old := ms.DeepCopy()
+
+	syncSet(md, old, false, false)
+	if old.Spec.Template.Labels["gone"] != "yes" || old.Spec.Deletion.Order != "" {
+		t.Error("an old set must keep what it had")
+	}
+	if old.Annotations[disableMachineCreateAnnotation] != "true" {
+		t.Errorf("an old set may still create Machines: %v", old.Annotations)
+	}
+	ms.Annotations[disableMachineCreateAnnotation] = "true"
+	syncSet(md, ms, true, true)
+	if _, ok := ms.Annotations[disableMachineCreateAnnotation]; ok {
+		t.Error("the up-to-date set may not create Machines")
+	}
+	l := ms.Spec.Template.Labels
+	if l["gone"] != "" || l["tier"] != "gold" || l[clusterv1.MachineDeploymentUniqueLabel] != "h" || l[clusterv1.MachineDeploymentNameLabel] != "md" {
+		t.Errorf("template labels %v", l)
+	}
+	if ptr.Deref(ms.Spec.Template.Spec.MinReadySeconds, 0) != 5 || ms.Spec.Deletion.Order != clusterv1.NewestMachineSetDeletionOrder {
+		t.Errorf("spec %+v", ms.Spec)
+	}
+	if ms.Annotations["team"] != "x" || ms.Annotations[clusterv1.RevisionAnnotation] != "1" || ms.Annotations["kubectl.kubernetes.io/last-applied-configuration"] != "" {
+		t.Errorf("annotations %v", ms.Annotations)
+	}
+}
+
+func TestPausedRolloutIsPlannedAsOnDelete(t *testing.T) {
+	md := &clusterv1.MachineDeployment{}
+	md.Spec.Replicas = ptr.To(int32(4))
+	md.Spec.Paused = ptr.To(true)
+	old := &clusterv1.MachineSet{ObjectMeta: metav1.ObjectMeta{Name: "old", CreationTimestamp: metav1.NewTime(time.Unix(100, 0))}}
+	old.Spec.Replicas = ptr.To(int32(3))
+	old.Status.Replicas, old.Status.AvailableReplicas = ptr.To(int32(3)), ptr.To(int32(3))
+	s := &scope{md: md, sets: []*clusterv1.MachineSet{old}, scaled: old, machines: map[string][]*clusterv1.Machine{}}
+	in := rolloutInput(s)
+	if in.Strategy.Type != plan.OnDelete || !in.MachineSets[0].UpToDate {
+		t.Fatalf("input %+v", in)
+	}
+	p, err := plan.PlanRollout(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Create != nil || p.MachineSets[0].To != 4 {
+		t.Errorf("a paused rollout should scale the newest set to 4: %+v", p)
+	}
+}
+
+func TestRollbackTemplate(t *testing.T) {
+	md := &clusterv1.MachineDeployment{ObjectMeta: metav1.ObjectMeta{Name: "md", UID: types.UID("u1"),
+		Annotations: map[string]string{clusterv1.RevisionAnnotation: "3"}}}
+	md.Spec.Template = template("v1.36.0")
+	set := func(name, version string, rev int, owner types.UID) clusterv1.MachineSet {
+		ms := clusterv1.MachineSet{ObjectMeta: metav1.ObjectMeta{Name: name,
+			Annotations:     map[string]string{clusterv1.RevisionAnnotation: strconv.Itoa(rev)},
+			OwnerReferences: []metav1.OwnerReference{{Kind: clusterv1.MachineDeploymentKind, Name: "md", UID: owner, Controller: ptr.To(true)}},
+		}}
+		ms.Spec.Template = template(version)
+		ms.Spec.Template.Labels[clusterv1.MachineDeploymentUniqueLabel] = name
+		return ms
+	}
+	sets := []clusterv1.MachineSet{
+		set("one", "v1.34.0", 1, "u1"),
+		set("two", "v1.35.0", 2, "u1"),
+		set("three", "v1.36.0", 3, "u1"),
+		set("other", "v1.30.0", 2, "someone-else"),
+	}
+	got, err := RollbackTemplate(md, sets, 0)
+	if err != nil || got.Spec.Version != "v1.35.0" || got.Labels[clusterv1.MachineDeploymentUniqueLabel] != "" || got.Labels["pool"] != "a" {
+		t.Errorf("previous revision: %+v, %v", got, err)
+	}
+	if got, err := RollbackTemplate(md, sets, 1); err != nil || got.Spec.Version != "v1.34.0" {
+		t.Errorf("revision 1: %+v, %v", got, err)
+	}
+	if _, err := RollbackTemplate(md, sets, 3); err == nil || !strings.Contains(err.Error(), "already runs revision 3") {
+		t.Errorf("rolling back to the current revision: %v", err)
+	}
+	if _, err := RollbackTemplate(md, sets, 5); err == nil || !strings.Contains(err.Error(), "kept revisions: 1, 2, 3") {
+		t.Errorf("rolling back to a revision that is gone: %v", err)
+	}
+	if _, err := RollbackTemplate(md, sets[2:3], 0); err == nil || !strings.Contains(err.Error(), "no revision before 3") {
+		t.Errorf("rolling back without history: %v", err)
+	}
+}
+
+func TestListMachines(t *testing.T) {
+	if got := listMachines([]string{"b", "a"}, "not Ready"); got != "2 Machines are not Ready: a, b" {
+		t.Errorf("%q", got)
+	}
+	if got := listMachines([]string{"e", "d", "c", "b", "a"}, "not Ready"); got != "5 Machines are not Ready: a, b, c and 2 more" {
+		t.Errorf("%q", got)
+	}
+}

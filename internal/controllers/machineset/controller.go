@@ -1,0 +1,384 @@
+package machineset
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strconv"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/contract"
+	"capstan.dev/capstan/internal/patch"
+	"capstan.dev/capstan/internal/pause"
+)
+
+// Finalizer keeps a MachineSet until its Machines are gone. The value is
+// Cluster API's, so that tools written for it recognise it.
+const Finalizer = "cluster.x-k8s.io/machineset"
+
+// FieldManager is the field manager of every write the controller makes.
+// The managed fields it leaves on Machines tell which labels and annotations
+// came from the MachineSet's template.
+const FieldManager = "capstan-machineset"
+
+// Annotations the controller reads.
+const (
+	// DisableMachineCreateAnnotation on a MachineSet stops it from creating
+	// Machines (a MachineDeployment may set it on old sets).
+	DisableMachineCreateAnnotation = "machineset.cluster.x-k8s.io/disable-machine-create"
+
+	// The cluster autoscaler's node group bounds; spec.replicas defaults to
+	// the minimum when both are set.
+	AutoscalerMinSizeAnnotation = "cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size"
+	AutoscalerMaxSizeAnnotation = "cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size"
+
+	// TemplateClonedFromNameAnnotation and TemplateClonedFromGroupKindAnnotation
+	// record, on an object cloned from a template, which template it was.
+	TemplateClonedFromNameAnnotation      = "cluster.x-k8s.io/cloned-from-name"
+	TemplateClonedFromGroupKindAnnotation = "cluster.x-k8s.io/cloned-from-groupkind"
+)
+
+// kindNotInstalledRetry is how soon a MachineSet whose templates name a kind
+// no CRD defines looks again: installing a CRD wakes nothing.
+const kindNotInstalledRetry = time.Minute
+
+// Reconciler reconciles MachineSets.
+type Reconciler struct {
+	// Client reads from the manager's cache and writes to the API server.
+	Client   client.Client
+	Resolver *contract.Resolver
+	// Recorder receives an event for each Machine created or deleted; it
+	// may be nil.
+	Recorder events.EventRecorder
+
+	templateWatches *contract.Tracker
+}
+
+// SetupWithManager registers the controller. Besides its MachineSets it
+// watches their Machines (and Machines nobody controls that a set might
+// adopt), Clusters (pausing and unpausing, or appearing), the owning
+// MachineDeployments (their template, rollout.after and revision decide
+// whether Machines are up to date), and the kinds of the templates sets
+// clone, so that a template created after its set wakes it.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	c, err := ctrl.NewControllerManagedBy(mgr).
+		For(&clusterv1.MachineSet{}, builder.WithPredicates(notOnlyStatus{})).
+		Owns(&clusterv1.Machine{}).
+		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.orphanToMachineSets)).
+		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToMachineSets), builder.WithPredicates(clusterPauseChanged{})).
+		Watches(&clusterv1.MachineDeployment{}, handler.EnqueueRequestsFromMapFunc(r.deploymentToMachineSets),
+			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		WithOptions(opts).
+		Named("machineset").
+		Build(r)
+	if err != nil {
+		return err
+	}
+	r.templateWatches = &contract.Tracker{
+		Controller: c,
+		Cache:      mgr.GetCache(),
+		Handler:    handler.EnqueueRequestsFromMapFunc(r.templateToMachineSets),
+		Predicates: []predicate.Predicate{predicate.Funcs{
+			CreateFunc: func(event.CreateEvent) bool { return true },
+			UpdateFunc: func(event.UpdateEvent) bool { return false },
+			DeleteFunc: func(event.DeleteEvent) bool { return false },
+		}},
+	}
+	return nil
+}
+
+// notOnlyStatus drops updates of a MachineSet that changed nothing but its
+// status, which this controller writes itself.
+type notOnlyStatus struct{ predicate.Funcs }
+
+func (notOnlyStatus) Update(e event.UpdateEvent) bool {
+	o, n := e.ObjectOld, e.ObjectNew
+	if o == nil || n == nil {
+		return true
+	}
+	return o.GetGeneration() != n.GetGeneration() ||
+		!reflect.DeepEqual(o.GetLabels(), n.GetLabels()) ||
+		!reflect.DeepEqual(o.GetAnnotations(), n.GetAnnotations()) ||
+		!reflect.DeepEqual(o.GetFinalizers(), n.GetFinalizers()) ||
+		!reflect.DeepEqual(o.GetOwnerReferences(), n.GetOwnerReferences()) ||
+		!o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp())
+}
+
+// clusterPauseChanged passes new Clusters (sets may wait for theirs) and
+// Clusters whose pausing changed.
+type clusterPauseChanged struct{ predicate.Funcs }
+
+func (clusterPauseChanged) Create(event.CreateEvent) bool   { return true }
+func (clusterPauseChanged) Delete(event.DeleteEvent) bool   { return false }
+func (clusterPauseChanged) Generic(event.GenericEvent) bool { return false }
+func (clusterPauseChanged) Update(e event.UpdateEvent) bool {
+	o, ok1 := e.ObjectOld.(*clusterv1.Cluster)
+	n, ok2 := e.ObjectNew.(*clusterv1.Cluster)
+	if !ok1 || !ok2 {
+		return false
+	}
+	wasPaused, _ := pause.Check(o, o)
+	isPaused, _ := pause.Check(n, n)
+	return wasPaused != isPaused
+}
+
+func (r *Reconciler) machineSetsIn(ctx context.Context, namespace string, opts ...client.ListOption) []clusterv1.MachineSet {
+	list := &clusterv1.MachineSetList{}
+	if err := r.Client.List(ctx, list, append(opts, client.InNamespace(namespace))...); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing MachineSets", "namespace", namespace)
+		return nil
+	}
+	return list.Items
+}
+
+func requests(sets []clusterv1.MachineSet, keep func(*clusterv1.MachineSet) bool) []ctrl.Request {
+	var out []ctrl.Request
+	for i := range sets {
+		if keep(&sets[i]) {
+			out = append(out, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&sets[i])})
+		}
+	}
+	return out
+}
+
+// orphanToMachineSets wakes the sets whose selector matches a Machine that
+// no controller owns: one of them may adopt it.
+func (r *Reconciler) orphanToMachineSets(ctx context.Context, obj client.Object) []ctrl.Request {
+	if metav1.GetControllerOf(obj) != nil || len(obj.GetLabels()) == 0 {
+		return nil
+	}
+	set := labels.Set(obj.GetLabels())
+	return requests(r.machineSetsIn(ctx, obj.GetNamespace()), func(ms *clusterv1.MachineSet) bool {
+		sel, err := metav1.LabelSelectorAsSelector(&ms.Spec.Selector)
+		return err == nil && !sel.Empty() && sel.Matches(set)
+	})
+}
+
+func (r *Reconciler) clusterToMachineSets(ctx context.Context, obj client.Object) []ctrl.Request {
+	return requests(r.machineSetsIn(ctx, obj.GetNamespace()), func(ms *clusterv1.MachineSet) bool {
+		return ms.Spec.ClusterName == obj.GetName()
+	})
+}
+
+func (r *Reconciler) deploymentToMachineSets(ctx context.Context, obj client.Object) []ctrl.Request {
+	return requests(r.machineSetsIn(ctx, obj.GetNamespace(), client.MatchingLabels{clusterv1.MachineDeploymentNameLabel: obj.GetName()}),
+		func(*clusterv1.MachineSet) bool { return true })
+}
+
+// templateToMachineSets wakes the sets that clone a template.
+func (r *Reconciler) templateToMachineSets(ctx context.Context, obj client.Object) []ctrl.Request {
+	gk := obj.GetObjectKind().GroupVersionKind().GroupKind()
+	refers := func(ref clusterv1.ContractVersionedObjectReference) bool {
+		return ref.Name == obj.GetName() && ref.GroupKind() == gk
+	}
+	return requests(r.machineSetsIn(ctx, obj.GetNamespace()), func(ms *clusterv1.MachineSet) bool {
+		return refers(ms.Spec.Template.Spec.InfrastructureRef) || refers(ms.Spec.Template.Spec.Bootstrap.ConfigRef)
+	})
+}
+
+// scope is everything one reconcile learns about a MachineSet.
+type scope struct {
+	ms      *clusterv1.MachineSet
+	cluster *clusterv1.Cluster
+	md      *clusterv1.MachineDeployment // the owning deployment, if it exists
+
+	clusterMissing bool
+	now            time.Time
+	paused         bool
+
+	// machines are the set's Machines (adopted ones included, deleting ones
+	// too); machinesRead tells whether they could be listed.
+	machines     []*clusterv1.Machine
+	machinesRead bool
+	adopt        map[string]bool // orphans this pass adopts
+
+	infraTemplate, bootstrapTemplate *unstructured.Unstructured
+	templateErrs                     []error // why a template could not be read
+
+	scaleUpErr error  // why creating Machines failed
+	notCreated string // why no Machine is created although some are missing
+	deleting   string // what deletion waits for
+}
+
+// Reconcile brings one MachineSet's Machines and status up to date.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	ms := &clusterv1.MachineSet{}
+	if err := r.Client.Get(ctx, req.NamespacedName, ms); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	helper, err := patch.NewHelper(ms, r.writer())
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	s := &scope{ms: ms, now: time.Now()}
+	defer func() {
+		if !s.paused {
+			r.updateStatus(s)
+		}
+		if err := helper.Patch(ctx, ms); err != nil && !apierrors.IsNotFound(err) {
+			reterr = kerrors.NewAggregate([]error{reterr, err})
+		}
+	}()
+
+	cluster := &clusterv1.Cluster{}
+	switch err := r.Client.Get(ctx, client.ObjectKey{Namespace: ms.Namespace, Name: ms.Spec.ClusterName}, cluster); {
+	case apierrors.IsNotFound(err):
+		cluster, s.clusterMissing = nil, true
+	case err != nil:
+		return ctrl.Result{}, err
+	}
+	s.cluster = cluster
+	if s.paused = pause.Reconcile(cluster, ms); s.paused {
+		return ctrl.Result{}, nil
+	}
+	if !ms.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.reconcileDelete(ctx, s)
+	}
+	if cluster == nil {
+		// Nothing is created for a Cluster that does not exist; its creation
+		// wakes the set, and the conditions say what it waits for.
+		return ctrl.Result{}, nil
+	}
+	ensureMetadata(s)
+
+	var errs []error
+	var requeue time.Duration
+	for _, phase := range []func(context.Context, *scope) (time.Duration, error){
+		r.readDeployment,
+		r.readMachines,
+		r.reconcileTemplates,
+		r.syncMachines,
+		r.reconcileLeftoverClones,
+		r.remediate,
+		r.scale,
+	} {
+		after, err := phase(ctx, s)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if after > 0 && (requeue == 0 || after < requeue) {
+			requeue = after
+		}
+	}
+	err = kerrors.NewAggregate(errs)
+	var notCompliant *contract.NotContractCompliantError
+	var notInstalled *contract.KindNotInstalledError
+	if errors.As(err, &notCompliant) || errors.As(err, &notInstalled) {
+		// The user must act; retrying fast will not help.
+		return ctrl.Result{RequeueAfter: kindNotInstalledRetry}, nil
+	}
+	return ctrl.Result{RequeueAfter: requeue}, err
+}
+
+// writer writes with the controller's field manager.
+func (r *Reconciler) writer() client.Client { return client.WithFieldOwner(r.Client, FieldManager) }
+
+func (r *Reconciler) event(regarding, related client.Object, eventType, reason, action, note string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(regarding, related, eventType, reason, action, note, args...)
+	}
+}
+
+// isDeploymentChild tells whether a MachineDeployment made the set.
+func isDeploymentChild(ms *clusterv1.MachineSet) bool {
+	_, ok := ms.Labels[clusterv1.MachineDeploymentNameLabel]
+	return ok
+}
+
+func hasOwner(obj metav1.Object, kinds ...string) bool {
+	for _, ref := range obj.GetOwnerReferences() {
+		gv, err := schema.ParseGroupVersion(ref.APIVersion)
+		if err != nil || gv.Group != clusterv1.GroupVersion.Group {
+			continue
+		}
+		for _, k := range kinds {
+			if ref.Kind == k {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ensureMetadata does what Cluster API's defaulting webhook and its
+// controller do to a MachineSet: the cluster-name label, a Cluster owner for
+// a standalone set, a selector that its template's labels match, and
+// spec.replicas.
+func ensureMetadata(s *scope) {
+	ms := s.ms
+	controllerutil.AddFinalizer(ms, Finalizer)
+	if ms.Labels == nil {
+		ms.Labels = map[string]string{}
+	}
+	ms.Labels[clusterv1.ClusterNameLabel] = ms.Spec.ClusterName
+	if !isDeploymentChild(ms) && !hasOwner(ms, clusterv1.MachineDeploymentKind, "Cluster") {
+		ms.OwnerReferences = append(ms.OwnerReferences, metav1.OwnerReference{
+			APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: s.cluster.Name, UID: s.cluster.UID,
+		})
+	}
+
+	sel := &ms.Spec.Selector
+	if sel.MatchLabels == nil {
+		sel.MatchLabels = map[string]string{}
+	}
+	if ms.Spec.Template.Labels == nil {
+		ms.Spec.Template.Labels = map[string]string{}
+	}
+	if len(sel.MatchLabels) == 0 && len(sel.MatchExpressions) == 0 {
+		sel.MatchLabels[clusterv1.MachineSetNameLabel] = labelValue(ms.Name)
+		ms.Spec.Template.Labels[clusterv1.MachineSetNameLabel] = labelValue(ms.Name)
+	}
+	// Selector and template always name the cluster, so that a set never
+	// counts another cluster's Machines.
+	sel.MatchLabels[clusterv1.ClusterNameLabel] = ms.Spec.ClusterName
+	ms.Spec.Template.Labels[clusterv1.ClusterNameLabel] = ms.Spec.ClusterName
+
+	if ms.Spec.Replicas == nil {
+		ms.Spec.Replicas = ptr.To(defaultReplicas(ms.Annotations))
+	}
+}
+
+// defaultReplicas is the autoscaler's minimum size when both of its bounds
+// are set, otherwise 1.
+func defaultReplicas(annotations map[string]string) int32 {
+	minSize, okMin := annotations[AutoscalerMinSizeAnnotation]
+	_, okMax := annotations[AutoscalerMaxSizeAnnotation]
+	if okMin && okMax {
+		if n, err := strconv.ParseInt(minSize, 10, 32); err == nil && n >= 0 {
+			return int32(n)
+		}
+	}
+	return 1
+}
+
+// readDeployment reads the MachineDeployment that made the set, if any.
+func (r *Reconciler) readDeployment(ctx context.Context, s *scope) (time.Duration, error) {
+	name := s.ms.Labels[clusterv1.MachineDeploymentNameLabel]
+	if name == "" {
+		return 0, nil
+	}
+	md := &clusterv1.MachineDeployment{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.ms.Namespace, Name: name}, md); err != nil {
+		return 0, client.IgnoreNotFound(err)
+	}
+	s.md = md
+	return 0, nil
+}

@@ -1,0 +1,310 @@
+package machineset
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"reflect"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/conditions"
+	"capstan.dev/capstan/internal/patch"
+)
+
+// controllerRef makes ms the controller of an object it creates or adopts.
+func controllerRef(ms *clusterv1.MachineSet) metav1.OwnerReference {
+	return metav1.OwnerReference{
+		APIVersion: clusterv1.GroupVersion.String(), Kind: clusterv1.MachineSetKind,
+		Name: ms.Name, UID: ms.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+	}
+}
+
+// machineLabels are the labels every Machine of ms carries: the template's,
+// and Cluster API's names of the cluster, the set and its deployment.
+func machineLabels(ms *clusterv1.MachineSet) map[string]string {
+	labels := maps.Clone(ms.Spec.Template.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[clusterv1.ClusterNameLabel] = ms.Spec.ClusterName
+	labels[clusterv1.MachineSetNameLabel] = labelValue(ms.Name)
+	if md, ok := ms.Labels[clusterv1.MachineDeploymentNameLabel]; ok {
+		labels[clusterv1.MachineDeploymentNameLabel] = md
+	}
+	return labels
+}
+
+func (r *Reconciler) readMachines(ctx context.Context, s *scope) (time.Duration, error) {
+	return 0, r.listMachines(ctx, s, true)
+}
+
+// listMachines finds the set's Machines in the cache: those its selector
+// matches that it controls and, when adopt is set, those nobody controls
+// that belong to the same cluster and are not being deleted.
+func (r *Reconciler) listMachines(ctx context.Context, s *scope, adopt bool) error {
+	ms := s.ms
+	sel, err := metav1.LabelSelectorAsSelector(&ms.Spec.Selector)
+	if err != nil {
+		return fmt.Errorf("spec.selector: %w", err)
+	}
+	if sel.Empty() {
+		// An empty selector would match every Machine; it matches none.
+		s.machinesRead = true
+		return nil
+	}
+	list := &clusterv1.MachineList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(ms.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return err
+	}
+	s.adopt = map[string]bool{}
+	for i := range list.Items {
+		m := &list.Items[i]
+		owner := metav1.GetControllerOf(m)
+		switch {
+		case owner != nil && owner.UID == ms.UID:
+		case owner != nil:
+			continue
+		case !adopt || m.Spec.ClusterName != ms.Spec.ClusterName || !m.DeletionTimestamp.IsZero():
+			continue
+		default:
+			s.adopt[m.Name] = true
+		}
+		s.machines = append(s.machines, m)
+	}
+	s.machinesRead = true
+	return nil
+}
+
+// syncMachines adopts orphans, propagates the template's labels,
+// annotations and in-place fields to existing Machines, and sets each
+// Machine's UpToDate condition; nothing is written for a Machine that is
+// already right.
+func (r *Reconciler) syncMachines(ctx context.Context, s *scope) (time.Duration, error) {
+	if !s.machinesRead {
+		return 0, nil
+	}
+	var errs []error
+	var recheck time.Duration
+	for _, m := range s.machines {
+		if err := r.syncMachine(ctx, s, m); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if s.adopt[m.Name] {
+			r.event(s.ms, m, "Normal", "SuccessfulAdopt", "Adopt", "Adopted Machine %s", m.Name)
+		}
+		after, err := r.setUpToDate(ctx, s, m)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if after > 0 && (recheck == 0 || after < recheck) {
+			recheck = after
+		}
+	}
+	return recheck, kerrors.NewAggregate(errs)
+}
+
+// setUpToDate writes a Machine's UpToDate condition when it changed; see
+// upToDate for the rule.
+func (r *Reconciler) setUpToDate(ctx context.Context, s *scope, m *clusterv1.Machine) (time.Duration, error) {
+	if s.md == nil && isDeploymentChild(s.ms) {
+		// The deployment that judges these Machines is gone.
+		return 0, nil
+	}
+	cond, after := upToDate(s.ms, s.md, m.CreationTimestamp.Time, s.now)
+	if err := r.applyCondition(ctx, m, cond, s.now); err != nil {
+		return after, fmt.Errorf("setting UpToDate on Machine %s: %w", m.Name, err)
+	}
+	return after, nil
+}
+
+func (r *Reconciler) syncMachine(ctx context.Context, s *scope, m *clusterv1.Machine) error {
+	helper, err := patch.NewHelper(m, r.writer())
+	if err != nil {
+		return err
+	}
+	tmpl := &s.ms.Spec.Template
+	if s.adopt[m.Name] {
+		m.OwnerReferences = append(m.OwnerReferences, controllerRef(s.ms))
+	}
+	if m.DeletionTimestamp.IsZero() {
+		m.Labels = propagate(m.Labels, machineLabels(s.ms), ownedKeys(m, FieldManager, "labels"))
+		m.Annotations = propagate(m.Annotations, tmpl.Annotations, ownedKeys(m, FieldManager, "annotations"))
+		m.Spec.MinReadySeconds = tmpl.Spec.MinReadySeconds
+		m.Spec.ReadinessGates = tmpl.Spec.ReadinessGates
+		m.Spec.Taints = tmpl.Spec.Taints
+	}
+	// Deletion timeouts matter most to a Machine being deleted: raising one
+	// can free a stuck drain.
+	m.Spec.Deletion = tmpl.Spec.Deletion
+	if err := helper.Patch(ctx, m); err != nil {
+		return fmt.Errorf("updating Machine %s: %w", m.Name, err)
+	}
+	return nil
+}
+
+// propagate returns current with every key of desired set to its value and
+// every key in owned (put there earlier by this controller) that desired no
+// longer has removed. Keys others set stay.
+func propagate(current, desired map[string]string, owned map[string]bool) map[string]string {
+	out := maps.Clone(current)
+	if out == nil {
+		out = map[string]string{}
+	}
+	for k := range owned {
+		if _, ok := desired[k]; !ok {
+			delete(out, k)
+		}
+	}
+	maps.Copy(out, desired)
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// applyCondition sets one condition on a Machine's status by server-side
+// apply, when it differs from what the Machine has. The apply owns that
+// condition only, so it never disturbs the conditions the Machine controller
+// and MachineHealthChecks write, and it cannot conflict with them.
+func (r *Reconciler) applyCondition(ctx context.Context, m *clusterv1.Machine, cond metav1.Condition, now time.Time) error {
+	old := conditions.Get(m, cond.Type)
+	if old != nil && old.Status == cond.Status && old.Reason == cond.Reason && old.Message == cond.Message {
+		return nil
+	}
+	cond.LastTransitionTime = metav1.NewTime(now.Truncate(time.Second))
+	if old != nil && old.Status == cond.Status {
+		cond.LastTransitionTime = old.LastTransitionTime
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": clusterv1.GroupVersion.String(),
+		"kind":       clusterv1.MachineKind,
+		"metadata":   map[string]any{"name": m.Name, "namespace": m.Namespace, "uid": string(m.UID)},
+		"status": map[string]any{"conditions": []any{map[string]any{
+			"type": cond.Type, "status": string(cond.Status), "reason": cond.Reason, "message": cond.Message,
+			"lastTransitionTime": cond.LastTransitionTime.UTC().Format(time.RFC3339),
+		}}},
+	}}
+	if err := r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	meta.SetStatusCondition(&m.Status.Conditions, cond)
+	return nil
+}
+
+// patchMachineStatus writes a change of a Machine's status that mutate
+// makes, guarded by the Machine's resourceVersion: the merge patch replaces
+// the whole condition list, so it must not overwrite a newer one.
+func (r *Reconciler) patchMachineStatus(ctx context.Context, m *clusterv1.Machine, mutate func(*clusterv1.Machine)) error {
+	before := m.DeepCopy()
+	mutate(m)
+	if reflect.DeepEqual(before.Status, m.Status) {
+		return nil
+	}
+	if err := r.writer().Status().Patch(ctx, m, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("updating status of Machine %s: %w", m.Name, err)
+	}
+	return nil
+}
+
+// cacheWait bounds how long a reconcile waits for the cache to show its own
+// writes, so that the next reconcile does not act on a stale picture (and,
+// say, create a Machine twice).
+const cacheWait = 10 * time.Second
+
+// waitForCache waits until the cache shows each Machine as seen reports.
+func (r *Reconciler) waitForCache(ctx context.Context, machines []*clusterv1.Machine, seen func(want, got *clusterv1.Machine, err error) bool) error {
+	for _, m := range machines {
+		key := client.ObjectKeyFromObject(m)
+		err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, cacheWait, true, func(ctx context.Context) (bool, error) {
+			got := &clusterv1.Machine{}
+			err := r.Client.Get(ctx, key, got)
+			return seen(m, got, err), nil
+		})
+		if err != nil {
+			return fmt.Errorf("waiting for the cache to show Machine %s: %w", m.Name, err)
+		}
+	}
+	return nil
+}
+
+func created(_, _ *clusterv1.Machine, err error) bool { return err == nil }
+
+func deleted(want, got *clusterv1.Machine, err error) bool {
+	return apierrors.IsNotFound(err) || (err == nil && (got.UID != want.UID || !got.DeletionTimestamp.IsZero()))
+}
+
+// leftoverGrace is how old a cloned object without a Machine must be before
+// it counts as left over: younger ones may belong to a Machine the cache has
+// not shown yet.
+const leftoverGrace = 5 * time.Second
+
+// reconcileLeftoverClones deletes infrastructure and bootstrap objects the
+// set cloned for a Machine that does not exist: a manager stopped between
+// cloning and creating the Machine, or the Machine went before the Machine
+// controller took the objects over.
+func (r *Reconciler) reconcileLeftoverClones(ctx context.Context, s *scope) (time.Duration, error) {
+	if !s.machinesRead {
+		return 0, nil
+	}
+	var templates []*unstructured.Unstructured
+	for _, t := range []*unstructured.Unstructured{s.infraTemplate, s.bootstrapTemplate} {
+		if t != nil {
+			templates = append(templates, t)
+		}
+	}
+	var errs []error
+	var recheck time.Duration
+	for _, t := range templates {
+		gvk, err := r.Resolver.GroupVersionKind(ctx, clusterv1.ContractVersionedObjectReference{
+			APIGroup: t.GroupVersionKind().Group, Kind: strings.TrimSuffix(t.GetKind(), templateSuffix), Name: "any",
+		})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := r.Client.List(ctx, list, client.InNamespace(s.ms.Namespace), client.MatchingLabels{clusterv1.MachineSetNameLabel: labelValue(s.ms.Name)}); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for i := range list.Items {
+			obj := &list.Items[i]
+			if owner := metav1.GetControllerOf(obj); owner == nil || owner.UID != s.ms.UID || !obj.GetDeletionTimestamp().IsZero() {
+				continue
+			}
+			if age := s.now.Sub(obj.GetCreationTimestamp().Time); age < leftoverGrace {
+				if wait := leftoverGrace - age; recheck == 0 || wait < recheck {
+					recheck = wait
+				}
+				continue
+			}
+			err := r.Client.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: obj.GetName()}, &clusterv1.Machine{})
+			if !apierrors.IsNotFound(err) {
+				if err != nil {
+					errs = append(errs, err)
+				}
+				continue
+			}
+			if err := r.Client.Delete(ctx, obj, client.Preconditions{UID: ptr.To(obj.GetUID())}); err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("deleting left-over %s %s: %w", obj.GetKind(), obj.GetName(), err))
+				continue
+			}
+			ctrl.LoggerFrom(ctx).Info("Deleted a cloned object whose Machine does not exist", "kind", obj.GetKind(), "name", obj.GetName())
+		}
+	}
+	return recheck, kerrors.NewAggregate(errs)
+}
