@@ -55,7 +55,7 @@ func TestManifestsApplyAndAggregate(t *testing.T) {
 	}
 	providerRole := &rbacv1.ClusterRole{
 		ObjectMeta: metav1ObjectMeta("infra-provider", map[string]string{deploy.AggregateToManagerLabel: "true"}),
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"infrastructure.example.com"}, Resources: []string{"widgets"}, Verbs: []string{"get"}}},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"infrastructure.example.com"}, Resources: []string{"widgets"}, Verbs: []string{"get"}}},
 	}
 	if err := env.Client.Create(ctx, providerRole); err != nil {
 		t.Fatal(err)
