@@ -110,6 +110,9 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		LeaderElectionNamespace:       o.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
 		Client: client.Options{Cache: &client.CacheOptions{
+			// Provider objects are read as unstructured; without this every
+			// such read would go to the API server.
+			Unstructured: true,
 			// Capstan reads few Secrets and ConfigMaps, one at a time;
 			// caching all of a management cluster's would cost memory and
 			// widen what a manager holds of other teams' data.

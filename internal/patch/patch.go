@@ -15,23 +15,53 @@ import (
 	"reflect"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
 // Helper remembers an object as it was read, to patch what changes later.
 type Helper struct {
 	client client.Client
 	before map[string]any
+
+	// With owned conditions, status goes out by server-side apply under
+	// fieldManager, carrying only those condition types.
+	fieldManager    string
+	ownedConditions map[string]bool
+}
+
+// Option changes how a Helper writes.
+type Option func(*Helper)
+
+// OwnedConditions makes status writes server-side applies, as fieldManager,
+// of the whole status but only the listed condition types. Use it for
+// objects whose conditions several controllers write (a Machine's UpToDate
+// is its MachineSet's, HealthCheckSucceeded its health check's): each
+// controller then owns its own entries, and no write can conflict with or
+// drop another's.
+func OwnedConditions(fieldManager string, types ...string) Option {
+	return func(h *Helper) {
+		h.fieldManager = fieldManager
+		h.ownedConditions = map[string]bool{}
+		for _, t := range types {
+			h.ownedConditions[t] = true
+		}
+	}
 }
 
 // NewHelper snapshots obj; call it right after reading obj.
-func NewHelper(obj client.Object, c client.Client) (*Helper, error) {
+func NewHelper(obj client.Object, c client.Client, opts ...Option) (*Helper, error) {
 	before, err := toMap(obj)
 	if err != nil {
 		return nil, err
 	}
-	return &Helper{client: c, before: before}, nil
+	h := &Helper{client: c, before: before}
+	for _, o := range opts {
+		o(h)
+	}
+	return h, nil
 }
 
 // Patch writes obj's changes since the snapshot. On success the snapshot
@@ -61,7 +91,11 @@ func (h *Helper) Patch(ctx context.Context, obj client.Object) error {
 		}
 		obj.SetResourceVersion(target.GetResourceVersion())
 	}
-	if !reflect.DeepEqual(beforeStatus, afterStatus) {
+	if !reflect.DeepEqual(beforeStatus, afterStatus) && h.ownedConditions != nil {
+		if err := h.applyStatus(ctx, obj, afterStatus); err != nil {
+			return err
+		}
+	} else if !reflect.DeepEqual(beforeStatus, afterStatus) {
 		body, err := mergePatch(map[string]any{"status": beforeStatus}, map[string]any{"status": afterStatus})
 		if err != nil {
 			return err
@@ -82,6 +116,37 @@ func (h *Helper) Patch(ctx context.Context, obj client.Object) error {
 		obj.SetResourceVersion(target.GetResourceVersion())
 	}
 	h.before = after
+	return nil
+}
+
+// applyStatus server-side applies the status with only the owned
+// conditions.
+func (h *Helper) applyStatus(ctx context.Context, obj client.Object, status any) error {
+	st, _ := status.(map[string]any)
+	owned := map[string]any{}
+	for k, v := range st {
+		owned[k] = v
+	}
+	var conditions []any
+	list, _ := st["conditions"].([]any)
+	for _, c := range list {
+		if m, ok := c.(map[string]any); ok && h.ownedConditions[fmt.Sprint(m["type"])] {
+			conditions = append(conditions, c)
+		}
+	}
+	owned["conditions"] = conditions
+	gvk, err := apiutil.GVKForObject(obj, h.client.Scheme())
+	if err != nil {
+		return err
+	}
+	apply := &unstructured.Unstructured{Object: map[string]any{"status": owned}}
+	apply.SetGroupVersionKind(gvk)
+	apply.SetNamespace(obj.GetNamespace())
+	apply.SetName(obj.GetName())
+	if err := h.client.Status().Patch(ctx, apply, client.Apply, client.FieldOwner(h.fieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("applying status of %s: %w", obj.GetName(), err)
+	}
+	obj.SetResourceVersion(apply.GetResourceVersion())
 	return nil
 }
 

@@ -129,3 +129,28 @@ func TestConditionsChangeOnStaleCopyConflicts(t *testing.T) {
 		t.Fatalf("want a conflict, got %v", err)
 	}
 }
+
+// With owned conditions, a controller's status write keeps the conditions
+// others own, even from a stale copy, and does not conflict.
+func TestOwnedConditionsKeepOthersEntries(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t)
+	h, _ := patch.NewHelper(c, env.Client, patch.OwnedConditions("test-owner", "MyCondition"))
+	other := c.DeepCopy()
+	meta.SetStatusCondition(&other.Status.Conditions, metav1.Condition{Type: "TheirCondition", Status: metav1.ConditionTrue, Reason: "Theirs"})
+	if err := env.Client.Status().Update(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: "MyCondition", Status: metav1.ConditionTrue, Reason: "Mine"})
+	c.Status.Phase = "Provisioning"
+	if err := h.Patch(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	got := &clusterv1.Cluster{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), got); err != nil {
+		t.Fatal(err)
+	}
+	if meta.FindStatusCondition(got.Status.Conditions, "TheirCondition") == nil || meta.FindStatusCondition(got.Status.Conditions, "MyCondition") == nil || got.Status.Phase != "Provisioning" {
+		t.Errorf("status after apply: %+v", got.Status)
+	}
+}

@@ -60,11 +60,13 @@ type clusterEntry struct {
 	mu     sync.Mutex
 	acc    *accessor
 	health Health
+	// secretReadAt is when the kubeconfig Secret behind acc was last read.
+	secretReadAt time.Time
 }
 
 // New returns a ClusterCache that reads kubeconfig Secrets through secrets
-// (normally the manager's client, so reads come from its cache; every
-// GetClient and Watch reads the Secret to notice a rotated kubeconfig). Add
+// (normally the manager's client; a working connection re-reads its Secret
+// at most every SecretRecheckInterval to notice a rotated kubeconfig). Add
 // it to the manager (mgr.Add) so that its health probes run and everything it
 // opened is closed when the manager stops.
 func New(secrets client.Reader, opts Options) (*ClusterCache, error) {
@@ -248,6 +250,12 @@ func (e *clusterEntry) isRemoved() bool {
 }
 
 func (c *ClusterCache) connectEntry(ctx context.Context, e *clusterEntry) (*accessor, error) {
+	e.mu.Lock()
+	current, readAt := e.acc, e.secretReadAt
+	e.mu.Unlock()
+	if current != nil && !current.isClosed() && time.Since(readAt) < c.opts.SecretRecheckInterval {
+		return current, nil
+	}
 	data, version, err := c.readKubeconfig(ctx, e.key)
 	if err != nil {
 		var nc *NotConnectedError
@@ -273,6 +281,9 @@ func (c *ClusterCache) connectEntry(ctx context.Context, e *clusterEntry) (*acce
 	e.mu.Unlock()
 	if old != nil {
 		if old.hash == hash && !old.isClosed() {
+			e.mu.Lock()
+			e.secretReadAt = time.Now()
+			e.mu.Unlock()
 			return old, nil
 		}
 		if old.hash != hash {
@@ -321,6 +332,7 @@ func (c *ClusterCache) connectEntry(ctx context.Context, e *clusterEntry) (*acce
 	e.mu.Lock()
 	was := e.health.Connected
 	e.acc = acc
+	e.secretReadAt = now
 	e.health = Health{Connected: true, LastProbeTime: now, LastProbeSuccessTime: now}
 	e.mu.Unlock()
 	c.log.Info("Connected to workload cluster", "cluster", e.key.String(), "host", acc.host, "resourceVersion", version)

@@ -122,6 +122,10 @@ func startCache(t testing.TB, opts workload.Options) *workload.ClusterCache {
 	if opts.RetryInterval == 0 {
 		opts.RetryInterval = 200 * time.Millisecond
 	}
+	if opts.SecretRecheckInterval == 0 {
+		// The rotation tests expect a changed Secret to be seen at once.
+		opts.SecretRecheckInterval = -1
+	}
 	cc, err := workload.New(mgmt.Client, opts)
 	if err != nil {
 		t.Fatal(err)

@@ -30,6 +30,9 @@ const (
 	DefaultProbeTimeout     = 5 * time.Second
 	DefaultFailureThreshold = 3
 	DefaultRetryInterval    = 10 * time.Second
+	// DefaultSecretRecheckInterval bounds how long a rotated kubeconfig goes
+	// unnoticed while a connection works.
+	DefaultSecretRecheckInterval = 10 * time.Second
 )
 
 // Options configure a ClusterCache. The zero value is usable.
@@ -61,6 +64,12 @@ type Options struct {
 	// and Watch return that failure again without retrying. A changed
 	// kubeconfig Secret ends the wait early.
 	RetryInterval time.Duration
+	// SecretRecheckInterval is how long a working connection is used before
+	// its kubeconfig Secret is read again to notice a rotation. Controllers
+	// ask for clients on every reconcile; re-reading the Secret each time
+	// would make Secret GETs the management cluster's busiest request.
+	// Negative: re-read on every call.
+	SecretRecheckInterval time.Duration
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -93,6 +102,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.RetryInterval == 0 {
 		o.RetryInterval = DefaultRetryInterval
+	}
+	if o.SecretRecheckInterval == 0 {
+		o.SecretRecheckInterval = DefaultSecretRecheckInterval
 	}
 	switch {
 	case o.QPS < 0 || o.Burst < 0:

@@ -9,11 +9,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
@@ -59,7 +63,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	}
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		For(&clusterv1.Machine{}).
-		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToMachines)).
+		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToMachines),
+			builder.WithPredicates(predicate.Funcs{UpdateFunc: clusterChangeMattersToMachines})).
 		WithOptions(opts).
 		Named("machine").
 		Build(r)
@@ -73,6 +78,24 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Handler:    handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &clusterv1.Machine{}, handler.OnlyControllerOwner()),
 	}
 	return nil
+}
+
+// clusterChangeMattersToMachines lets through the Cluster changes that change
+// what its Machines may do: pause, control plane initialization, deletion.
+// Every other Cluster status write would wake every Machine for nothing.
+func clusterChangeMattersToMachines(e event.UpdateEvent) bool {
+	before, ok1 := e.ObjectOld.(*clusterv1.Cluster)
+	after, ok2 := e.ObjectNew.(*clusterv1.Cluster)
+	if !ok1 || !ok2 {
+		return true
+	}
+	paused := func(c *clusterv1.Cluster) bool {
+		p, _ := pause.Check(c, c)
+		return p
+	}
+	return paused(before) != paused(after) ||
+		ptr.Deref(before.Status.Initialization.ControlPlaneInitialized, false) != ptr.Deref(after.Status.Initialization.ControlPlaneInitialized, false) ||
+		before.DeletionTimestamp.IsZero() != after.DeletionTimestamp.IsZero()
 }
 
 func (r *Reconciler) clusterToMachines(ctx context.Context, obj client.Object) []reconcile.Request {
@@ -108,13 +131,33 @@ func (r *Reconciler) nodeToMachine(namespace string) handler.MapFunc {
 	}
 }
 
+// statusManager names the controller's server-side apply ownership of
+// Machine status.
+const statusManager = "capstan-machine"
+
+// ownedConditions are the condition types this controller writes; the
+// others on a Machine belong to its owner (UpToDate), health checks and
+// control plane providers (readiness gates).
+func ownedConditions(m *clusterv1.Machine) []string {
+	owned := []string{
+		clusterv1.BootstrapConfigReadyCondition, clusterv1.InfrastructureReadyCondition,
+		clusterv1.NodeReadyCondition, clusterv1.NodeHealthyCondition,
+		clusterv1.ReadyCondition, clusterv1.AvailableCondition,
+		clusterv1.DeletingCondition, clusterv1.PausedCondition,
+	}
+	if !ownedByController(m) {
+		owned = append(owned, clusterv1.UpToDateCondition)
+	}
+	return owned
+}
+
 // Reconcile brings one Machine a step closer to what its spec asks.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	m := &clusterv1.Machine{}
 	if err := r.Client.Get(ctx, req.NamespacedName, m); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	helper, err := patch.NewHelper(m, r.Client)
+	helper, err := patch.NewHelper(m, r.Client, patch.OwnedConditions(statusManager, ownedConditions(m)...))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
