@@ -13,9 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -48,6 +50,10 @@ type Options struct {
 	// QPS and Burst limit the manager's client to the API server.
 	QPS   float32
 	Burst int
+	// AllowRestartInProcess lets a process build a manager again after an
+	// earlier one stopped (tests that restart the manager); controller names
+	// are then not checked for uniqueness across managers.
+	AllowRestartInProcess bool
 	// SyncPeriod is how often every object is reconciled even without
 	// changes; it bounds how long a missed event can go unnoticed.
 	SyncPeriod time.Duration
@@ -109,6 +115,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		LeaderElectionID:              id,
 		LeaderElectionNamespace:       o.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
+		Controller:                    config.Controller{SkipNameValidation: ptr.To(o.AllowRestartInProcess)},
 		Client: client.Options{Cache: &client.CacheOptions{
 			// Provider objects are read as unstructured; without this every
 			// such read would go to the API server.
