@@ -12,14 +12,16 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"capstan.dev/capstan/internal/controllers/machinedeployment"
 	"capstan.dev/capstan/internal/manager"
 )
 
 func newManagerCommand() *cobra.Command {
 	var (
-		o           manager.Options
-		kubeconfig  string
-		concurrency []string
+		o               manager.Options
+		kubeconfig      string
+		concurrency     []string
+		revisionHistory int32
 	)
 	cmd := &cobra.Command{
 		Use:   "manager",
@@ -33,6 +35,12 @@ replicas with --leader-elect for high availability.`,
 			var err error
 			if o.Concurrency, err = parseConcurrency(concurrency); err != nil {
 				return err
+			}
+			if cmd.Flags().Changed("revision-history-limit") {
+				if revisionHistory < 0 {
+					return fmt.Errorf("--revision-history-limit %d: want 0 or more", revisionHistory)
+				}
+				o.RevisionHistoryLimit = &revisionHistory
 			}
 			cfg, err := managementConfig(kubeconfig)
 			if err != nil {
@@ -57,6 +65,7 @@ replicas with --leader-elect for high availability.`,
 	f.StringSliceVar(&concurrency, "concurrency", nil, "parallel reconciles per controller, e.g. machine=20,cluster=5 (default "+strconv.Itoa(manager.DefaultConcurrency)+" each)")
 	f.Float32Var(&o.QPS, "kube-api-qps", 50, "queries per second the manager may make to the API server")
 	f.IntVar(&o.Burst, "kube-api-burst", 100, "burst of queries above --kube-api-qps")
+	f.Int32Var(&revisionHistory, "revision-history-limit", machinedeployment.DefaultRevisionHistoryLimit, "old, scaled-down MachineSets each MachineDeployment keeps for rollback")
 	f.DurationVar(&o.SyncPeriod, "sync-period", 10*time.Minute, "how often every object is reconciled without a change")
 	return cmd
 }

@@ -51,8 +51,9 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return err
 	}
 	deployments := &machinedeploymentcontroller.Reconciler{
-		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorder("machinedeployment-controller"),
+		Client:               mgr.GetClient(),
+		Recorder:             mgr.GetEventRecorder("machinedeployment-controller"),
+		RevisionHistoryLimit: o.RevisionHistoryLimit,
 	}
 	return deployments.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.concurrency(MachineDeploymentController)})
 }

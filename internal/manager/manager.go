@@ -50,6 +50,9 @@ type Options struct {
 	// QPS and Burst limit the manager's client to the API server.
 	QPS   float32
 	Burst int
+	// RevisionHistoryLimit is how many old, scaled-down MachineSets each
+	// MachineDeployment keeps for rollback; nil keeps the controller's default.
+	RevisionHistoryLimit *int32
 	// AllowRestartInProcess lets a process build a manager again after an
 	// earlier one stopped (tests that restart the manager); controller names
 	// are then not checked for uniqueness across managers.
