@@ -1,10 +1,13 @@
 package contract
 
 import (
+	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 )
@@ -109,6 +112,23 @@ func TestCRDName(t *testing.T) {
 	} {
 		if got := CRDName("infrastructure.cluster.x-k8s.io", kind); got != want {
 			t.Errorf("%s: %s, want %s", kind, got, want)
+		}
+	}
+}
+
+func TestIsUserErrorSeesThroughAggregatesAndWrapping(t *testing.T) {
+	notInstalled := &KindNotInstalledError{Kind: "X", Group: "g", CRD: "xs.g"}
+	for name, tc := range map[string]struct {
+		err  error
+		want bool
+	}{
+		"bare":       {notInstalled, true},
+		"wrapped":    {fmt.Errorf("reading: %w", notInstalled), true},
+		"aggregated": {kerrors.NewAggregate([]error{errors.New("other"), fmt.Errorf("x: %w", &NotContractCompliantError{CRD: "c"})}), true},
+		"other":      {kerrors.NewAggregate([]error{errors.New("other")}), false},
+	} {
+		if got := IsUserError(tc.err); got != tc.want {
+			t.Errorf("%s: %v, want %v", name, got, tc.want)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package contract
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/version"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -36,6 +38,24 @@ type NotContractCompliantError struct{ CRD string }
 
 func (e *NotContractCompliantError) Error() string {
 	return fmt.Sprintf("CRD %s has no %s label naming the versions that implement the Cluster API v1beta2 contract; install a provider release that supports v1beta2 or add the label", e.CRD, clusterv1.ContractVersionLabel)
+}
+
+// IsUserError tells whether err (or one it wraps or aggregates) is one only
+// a user can fix: a referenced kind not installed, or a CRD without the
+// contract label.
+func IsUserError(err error) bool {
+	if agg, ok := err.(kerrors.Aggregate); ok {
+		// Aggregates do not unwrap; look at each error.
+		for _, e := range agg.Errors() {
+			if IsUserError(e) {
+				return true
+			}
+		}
+		return false
+	}
+	var notCompliant *NotContractCompliantError
+	var notInstalled *KindNotInstalledError
+	return errors.As(err, &notCompliant) || errors.As(err, &notInstalled)
 }
 
 // KindNotInstalledError says a reference names a kind no CRD defines.
@@ -81,9 +101,20 @@ func newestContractVersion(label string) string {
 
 // Get reads the object ref points at, in namespace.
 func (r *Resolver) Get(ctx context.Context, c client.Reader, ref clusterv1.ContractVersionedObjectReference, namespace string) (*unstructured.Unstructured, error) {
+	return r.GetWatched(ctx, c, nil, ref, namespace)
+}
+
+// GetWatched reads the object ref points at, first making sure tracker's
+// controller watches its kind (tracker may be nil).
+func (r *Resolver) GetWatched(ctx context.Context, c client.Reader, tracker *Tracker, ref clusterv1.ContractVersionedObjectReference, namespace string) (*unstructured.Unstructured, error) {
 	gvk, err := r.GroupVersionKind(ctx, ref)
 	if err != nil {
 		return nil, err
+	}
+	if tracker != nil {
+		if err := tracker.Watch(gvk); err != nil {
+			return nil, fmt.Errorf("watching %s: %w", gvk.Kind, err)
+		}
 	}
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(gvk)

@@ -140,8 +140,9 @@ func TestClusterFollowsItsInfrastructureAndControlPlane(t *testing.T) {
 	}
 
 	// The provider provisions the infrastructure and publishes the endpoint.
-	infra.Object["spec"] = map[string]any{"controlPlaneEndpoint": map[string]any{"host": "10.0.0.1", "port": int64(6443)}}
-	if err := env.Client.Update(ctx, infra); err != nil {
+	// A merge patch: the Cluster controller writes the object too.
+	if err := env.Client.Patch(ctx, infra, client.RawPatch("application/merge-patch+json",
+		[]byte(`{"spec":{"controlPlaneEndpoint":{"host":"10.0.0.1","port":6443}}}`))); err != nil {
 		t.Fatal(err)
 	}
 	if err := provider.SetStatus(ctx, env.Client, infra, map[string]any{

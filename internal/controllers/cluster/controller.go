@@ -2,8 +2,6 @@ package cluster
 
 import (
 	"context"
-	"errors"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -19,6 +17,7 @@ import (
 	"capstan.dev/capstan/internal/contract"
 	"capstan.dev/capstan/internal/patch"
 	"capstan.dev/capstan/internal/pause"
+	"capstan.dev/capstan/internal/phase"
 	"capstan.dev/capstan/internal/workload"
 )
 
@@ -106,28 +105,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	controllerutil.AddFinalizer(cluster, clusterv1.ClusterFinalizer)
 
-	var errs []error
-	var requeue time.Duration
-	for _, phase := range []func(context.Context, *scope) (time.Duration, error){
+	return phase.Run(ctx, s,
 		r.reconcileInfrastructure,
 		r.reconcileControlPlane,
 		r.reconcileMachines,
 		r.reconcileRemoteConnection,
-	} {
-		after, err := phase(ctx, s)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		if after > 0 && (requeue == 0 || after < requeue) {
-			requeue = after
-		}
-	}
-	err = kerrors.NewAggregate(errs)
-	var notCompliant *contract.NotContractCompliantError
-	var notInstalled *contract.KindNotInstalledError
-	if errors.As(err, &notCompliant) || errors.As(err, &notInstalled) {
-		// The user must act; retrying fast will not help.
-		return ctrl.Result{RequeueAfter: time.Minute}, nil
-	}
-	return ctrl.Result{RequeueAfter: requeue}, err
+	)
 }

@@ -48,18 +48,8 @@ type scope struct {
 
 // external reads the object ref names and makes the Cluster its controller.
 func (r *Reconciler) external(ctx context.Context, s *scope, ref clusterv1.ContractVersionedObjectReference) (*unstructured.Unstructured, error) {
-	gvk, err := r.Resolver.GroupVersionKind(ctx, ref)
+	obj, err := r.Resolver.GetWatched(ctx, r.Client, r.externalWatches, ref, s.cluster.Namespace)
 	if err != nil {
-		return nil, err
-	}
-	if r.externalWatches != nil {
-		if err := r.externalWatches.Watch(gvk); err != nil {
-			return nil, fmt.Errorf("watching %s: %w", gvk.Kind, err)
-		}
-	}
-	obj := &unstructured.Unstructured{}
-	obj.SetGroupVersionKind(gvk)
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.cluster.Namespace, Name: ref.Name}, obj); err != nil {
 		return nil, err
 	}
 	if !obj.GetDeletionTimestamp().IsZero() {

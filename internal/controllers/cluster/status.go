@@ -7,9 +7,7 @@ import (
 	"strings"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -19,13 +17,12 @@ import (
 
 // Reasons of the Cluster's own conditions.
 const (
-	InitializedReason              = "Initialized"
-	NotInitializedReason           = "NotInitialized"
-	ProbeNotStartedReason          = "ProbeNotStarted"
-	ProbeSucceededReason           = "ProbeSucceeded"
-	ProbeFailedReason              = "ProbeFailed"
-	NoWorkersReason                = "NoWorkers"
-	InfrastructureNotDefinedReason = "NotDefined"
+	InitializedReason     = "Initialized"
+	NotInitializedReason  = "NotInitialized"
+	ProbeNotStartedReason = "ProbeNotStarted"
+	ProbeSucceededReason  = "ProbeSucceeded"
+	ProbeFailedReason     = "ProbeFailed"
+	NoWorkersReason       = "NoWorkers"
 )
 
 // summarize turns what the reconcile learned into conditions and a phase.
@@ -33,7 +30,7 @@ func (r *Reconciler) summarize(s *scope) {
 	c := s.cluster
 	set := func(cond metav1.Condition) { conditions.Set(c, cond) }
 
-	set(externalCondition(clusterv1.InfrastructureReadyCondition, c.Spec.InfrastructureRef, s.infra, s.infraErr,
+	set(conditions.Mirror(clusterv1.InfrastructureReadyCondition, c.Spec.InfrastructureRef, s.infra, s.infraErr,
 		ptr.Deref(c.Status.Initialization.InfrastructureProvisioned, false), "Ready", "provisioned"))
 	set(initializedCondition(c))
 	set(controlPlaneAvailable(c, s))
@@ -49,47 +46,8 @@ func (r *Reconciler) summarize(s *scope) {
 		set(metav1.Condition{Type: clusterv1.DeletingCondition, Status: metav1.ConditionTrue, Reason: clusterv1.DeletingReason, Message: s.deleting})
 	}
 	set(available(c))
-	c.Status.Phase = string(phase(c))
+	c.Status.Phase = string(clusterPhase(c))
 	c.Status.ObservedGeneration = c.Generation
-}
-
-// externalCondition mirrors a provider object's condition (its Ready, or
-// Available for a control plane) when it reports one, and otherwise
-// derives one from the contract field that says the object is done.
-func externalCondition(condType string, ref clusterv1.ContractVersionedObjectReference, obj *unstructured.Unstructured, readErr error, done bool, mirror, doneWord string) metav1.Condition {
-	cond := metav1.Condition{Type: condType}
-	switch {
-	case !ref.IsDefined():
-		cond.Status, cond.Reason = metav1.ConditionTrue, InfrastructureNotDefinedReason
-		cond.Message = "the Cluster references no infrastructure"
-	case apierrors.IsNotFound(readErr) || (readErr == nil && obj == nil):
-		cond.Status, cond.Reason = metav1.ConditionFalse, clusterv1.ObjectDoesNotExistReason
-		if done {
-			cond.Reason = clusterv1.ObjectDeletedReason
-		}
-		cond.Message = fmt.Sprintf("%s %s does not exist", ref.Kind, ref.Name)
-	case readErr != nil:
-		cond.Status, cond.Reason = metav1.ConditionUnknown, clusterv1.InspectionFailedReason
-		cond.Message = readErr.Error()
-	case obj != nil && !obj.GetDeletionTimestamp().IsZero():
-		cond.Status, cond.Reason = metav1.ConditionFalse, clusterv1.ObjectDeletedReason
-		cond.Message = fmt.Sprintf("%s %s is being deleted", ref.Kind, ref.Name)
-	default:
-		if mirrored := conditions.FromUnstructured(obj, mirror); mirrored != nil {
-			cond.Status, cond.Reason, cond.Message = mirrored.Status, mirrored.Reason, mirrored.Message
-			if cond.Reason == "" {
-				cond.Reason = string(mirrored.Status)
-			}
-			return cond
-		}
-		if done {
-			cond.Status, cond.Reason = metav1.ConditionTrue, clusterv1.ReadyReason
-		} else {
-			cond.Status, cond.Reason = metav1.ConditionFalse, clusterv1.NotReadyReason
-			cond.Message = fmt.Sprintf("waiting for %s %s to report %s", ref.Kind, ref.Name, doneWord)
-		}
-	}
-	return cond
 }
 
 func initializedCondition(c *clusterv1.Cluster) metav1.Condition {
@@ -105,7 +63,7 @@ func initializedCondition(c *clusterv1.Cluster) metav1.Condition {
 
 func controlPlaneAvailable(c *clusterv1.Cluster, s *scope) metav1.Condition {
 	if c.Spec.ControlPlaneRef.IsDefined() {
-		return externalCondition(clusterv1.ClusterControlPlaneAvailableCondition, c.Spec.ControlPlaneRef, s.controlPlane, s.controlPlaneErr,
+		return conditions.Mirror(clusterv1.ClusterControlPlaneAvailableCondition, c.Spec.ControlPlaneRef, s.controlPlane, s.controlPlaneErr,
 			ptr.Deref(c.Status.Initialization.ControlPlaneInitialized, false), clusterv1.AvailableCondition, "initialized")
 	}
 	cond := metav1.Condition{Type: clusterv1.ClusterControlPlaneAvailableCondition}
@@ -229,7 +187,7 @@ func describe(c *metav1.Condition, t string) string {
 	return fmt.Sprintf("%s is %s (%s)", t, c.Status, c.Reason)
 }
 
-func phase(c *clusterv1.Cluster) clusterv1.ClusterPhase {
+func clusterPhase(c *clusterv1.Cluster) clusterv1.ClusterPhase {
 	switch {
 	case !c.DeletionTimestamp.IsZero():
 		return clusterv1.ClusterPhaseDeleting

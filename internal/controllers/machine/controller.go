@@ -2,7 +2,6 @@ package machine
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +23,7 @@ import (
 	"capstan.dev/capstan/internal/contract"
 	"capstan.dev/capstan/internal/patch"
 	"capstan.dev/capstan/internal/pause"
+	"capstan.dev/capstan/internal/phase"
 	"capstan.dev/capstan/internal/workload"
 )
 
@@ -202,29 +202,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	controllerutil.AddFinalizer(m, clusterv1.MachineFinalizer)
 
-	var errs []error
-	var requeue time.Duration
-	for _, phase := range []func(context.Context, *scope) (time.Duration, error){
+	return phase.Run(ctx, s,
 		r.reconcileBootstrap,
 		r.reconcileInfrastructure,
 		r.reconcileNode,
-	} {
-		after, err := phase(ctx, s)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		if after > 0 && (requeue == 0 || after < requeue) {
-			requeue = after
-		}
-	}
-	if after := s.availableIn(); after > 0 && (requeue == 0 || after < requeue) {
-		requeue = after
-	}
-	err = kerrors.NewAggregate(errs)
-	var notCompliant *contract.NotContractCompliantError
-	var notInstalled *contract.KindNotInstalledError
-	if errors.As(err, &notCompliant) || errors.As(err, &notInstalled) {
-		return ctrl.Result{RequeueAfter: time.Minute}, nil
-	}
-	return ctrl.Result{RequeueAfter: requeue}, err
+		// Ready Machines wait out minReadySeconds before they are Available.
+		func(context.Context, *scope) (time.Duration, error) { return s.availableIn(), nil },
+	)
 }

@@ -180,15 +180,13 @@ func (r *Reconciler) waitForVolumes(ctx context.Context, s *scope) (time.Duratio
 // deleteExternal deletes a provider object the Machine references and
 // tells whether it is gone.
 func (r *Reconciler) deleteExternal(ctx context.Context, s *scope, ref clusterv1.ContractVersionedObjectReference) (bool, error) {
-	obj, err := r.Resolver.Get(ctx, r.Client, ref, s.machine.Namespace)
+	// Watched, so that the object going wakes the Machine.
+	obj, err := r.Resolver.GetWatched(ctx, r.Client, r.externalWatches, ref, s.machine.Namespace)
 	if apierrors.IsNotFound(err) {
 		return true, nil
 	}
 	if err != nil {
 		return false, err
-	}
-	if r.externalWatches != nil {
-		_ = r.externalWatches.Watch(obj.GroupVersionKind())
 	}
 	if obj.GetDeletionTimestamp().IsZero() {
 		if err := r.Client.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {

@@ -2,6 +2,7 @@ package machine_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -146,13 +147,28 @@ func readyNode(name, providerID string) *corev1.Node {
 	}
 }
 
-func setNodeReady(t *testing.T, node *corev1.Node) {
+// setNodeStatus reports the Node's Ready condition as a kubelet would; a
+// merge patch, since the Machine controller writes the Node too.
+func setNodeStatus(t *testing.T, node *corev1.Node, ready corev1.ConditionStatus, reason string) {
 	t.Helper()
-	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-	node.Status.NodeInfo = corev1.NodeSystemInfo{KubeletVersion: "v1.35.0", OSImage: "Capstan test"}
-	if err := workloadEnv.Client.Status().Update(context.Background(), node); err != nil {
+	status := map[string]any{"status": map[string]any{
+		"conditions": []any{map[string]any{"type": "Ready", "status": string(ready), "reason": reason,
+			"lastHeartbeatTime": metav1.Now().UTC().Format(time.RFC3339), "lastTransitionTime": metav1.Now().UTC().Format(time.RFC3339)}},
+		"nodeInfo": map[string]any{"kubeletVersion": "v1.35.0", "osImage": "Capstan test", "machineID": "", "systemUUID": "", "bootID": "",
+			"kernelVersion": "", "containerRuntimeVersion": "", "kubeProxyVersion": "", "operatingSystem": "linux", "architecture": "amd64"},
+	}}
+	body, err := json.Marshal(status)
+	if err != nil {
 		t.Fatal(err)
 	}
+	if err := workloadEnv.Client.Status().Patch(context.Background(), node, client.RawPatch("application/merge-patch+json", body)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func setNodeReady(t *testing.T, node *corev1.Node) {
+	t.Helper()
+	setNodeStatus(t, node, corev1.ConditionTrue, "KubeletReady")
 }
 
 func TestMachineLifecycle(t *testing.T) {
@@ -224,8 +240,8 @@ func TestMachineLifecycle(t *testing.T) {
 
 	// The infrastructure comes up.
 	providerID := "test://" + ns + "/m1"
-	infra.Object["spec"] = map[string]any{"providerID": providerID}
-	if err := mgmt.Client.Update(ctx, infra); err != nil {
+	if err := mgmt.Client.Patch(ctx, infra, client.RawPatch("application/merge-patch+json",
+		[]byte(`{"spec":{"providerID":"`+providerID+`"}}`))); err != nil {
 		t.Fatal(err)
 	}
 	if err := provider.SetStatus(ctx, mgmt.Client, infra, map[string]any{
@@ -290,11 +306,7 @@ func TestMachineLifecycle(t *testing.T) {
 	})
 
 	// The Node goes NotReady: the Machine says so.
-	node.Status.Conditions[0].Status = corev1.ConditionFalse
-	node.Status.Conditions[0].Reason = "KubeletNotReady"
-	if err := workloadEnv.Client.Status().Update(ctx, node); err != nil {
-		t.Fatal(err)
-	}
+	setNodeStatus(t, node, corev1.ConditionFalse, "KubeletNotReady")
 	machineCheck(t, key, func(m *clusterv1.Machine) string {
 		if why := cond(m, clusterv1.NodeHealthyCondition, metav1.ConditionFalse); why != "" {
 			return why

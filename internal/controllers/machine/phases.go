@@ -49,18 +49,8 @@ type scope struct {
 // external reads the object ref names and makes the Machine its controller.
 // A MachineSet that cloned the object hands controllership over here.
 func (r *Reconciler) external(ctx context.Context, s *scope, ref clusterv1.ContractVersionedObjectReference) (*unstructured.Unstructured, error) {
-	gvk, err := r.Resolver.GroupVersionKind(ctx, ref)
+	obj, err := r.Resolver.GetWatched(ctx, r.Client, r.externalWatches, ref, s.machine.Namespace)
 	if err != nil {
-		return nil, err
-	}
-	if r.externalWatches != nil {
-		if err := r.externalWatches.Watch(gvk); err != nil {
-			return nil, fmt.Errorf("watching %s: %w", gvk.Kind, err)
-		}
-	}
-	obj := &unstructured.Unstructured{}
-	obj.SetGroupVersionKind(gvk)
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.machine.Namespace, Name: ref.Name}, obj); err != nil {
 		return nil, err
 	}
 	if !obj.GetDeletionTimestamp().IsZero() {

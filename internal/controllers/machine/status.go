@@ -7,9 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
@@ -52,7 +50,7 @@ func (r *Reconciler) summarize(s *scope) {
 	}
 	set(readyCondition(m))
 	set(availableCondition(m, s.now))
-	m.Status.Phase = string(phase(s))
+	m.Status.Phase = string(machinePhase(s))
 	m.Status.ObservedGeneration = m.Generation
 }
 
@@ -65,56 +63,19 @@ func ownedByController(m *clusterv1.Machine) bool {
 	return false
 }
 
-// mirror copies a provider object's condition when it reports one, or
-// derives one from the contract field that says it is done.
-func mirror(condType string, ref clusterv1.ContractVersionedObjectReference, obj *unstructured.Unstructured, readErr error, done bool, doneWord string) metav1.Condition {
-	cond := metav1.Condition{Type: condType}
-	switch {
-	case apierrors.IsNotFound(readErr):
-		cond.Status, cond.Reason = metav1.ConditionFalse, clusterv1.ObjectDoesNotExistReason
-		if done {
-			cond.Reason = clusterv1.ObjectDeletedReason
-		}
-		cond.Message = fmt.Sprintf("%s %s does not exist", ref.Kind, ref.Name)
-	case readErr != nil:
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionUnknown, clusterv1.InspectionFailedReason, readErr.Error()
-	case obj == nil:
-		cond.Status, cond.Reason = metav1.ConditionUnknown, clusterv1.InspectionFailedReason
-		cond.Message = fmt.Sprintf("%s %s was not read", ref.Kind, ref.Name)
-	case !obj.GetDeletionTimestamp().IsZero():
-		cond.Status, cond.Reason = metav1.ConditionFalse, clusterv1.ObjectDeletedReason
-		cond.Message = fmt.Sprintf("%s %s is being deleted", ref.Kind, ref.Name)
-	default:
-		if c := conditions.FromUnstructured(obj, clusterv1.ReadyCondition); c != nil {
-			cond.Status, cond.Reason, cond.Message = c.Status, c.Reason, c.Message
-			if cond.Reason == "" {
-				cond.Reason = string(c.Status)
-			}
-			return cond
-		}
-		if done {
-			cond.Status, cond.Reason = metav1.ConditionTrue, clusterv1.ReadyReason
-		} else {
-			cond.Status, cond.Reason = metav1.ConditionFalse, clusterv1.NotReadyReason
-			cond.Message = fmt.Sprintf("waiting for %s %s to report %s", ref.Kind, ref.Name, doneWord)
-		}
-	}
-	return cond
-}
-
 func bootstrapCondition(s *scope) metav1.Condition {
 	m := s.machine
 	if !m.Spec.Bootstrap.ConfigRef.IsDefined() {
 		return metav1.Condition{Type: clusterv1.BootstrapConfigReadyCondition, Status: metav1.ConditionTrue, Reason: DataSecretProvidedReason}
 	}
-	return mirror(clusterv1.BootstrapConfigReadyCondition, m.Spec.Bootstrap.ConfigRef, s.bootstrap, s.bootstrapErr,
-		ptr.Deref(m.Status.Initialization.BootstrapDataSecretCreated, false), "its data secret created")
+	return conditions.Mirror(clusterv1.BootstrapConfigReadyCondition, m.Spec.Bootstrap.ConfigRef, s.bootstrap, s.bootstrapErr,
+		ptr.Deref(m.Status.Initialization.BootstrapDataSecretCreated, false), clusterv1.ReadyCondition, "its data secret created")
 }
 
 func infrastructureCondition(s *scope) metav1.Condition {
 	m := s.machine
-	return mirror(clusterv1.InfrastructureReadyCondition, m.Spec.InfrastructureRef, s.infra, s.infraErr,
-		ptr.Deref(m.Status.Initialization.InfrastructureProvisioned, false), "provisioned")
+	return conditions.Mirror(clusterv1.InfrastructureReadyCondition, m.Spec.InfrastructureRef, s.infra, s.infraErr,
+		ptr.Deref(m.Status.Initialization.InfrastructureProvisioned, false), clusterv1.ReadyCondition, "provisioned")
 }
 
 func nodeConditions(s *scope) (ready, healthy metav1.Condition) {
@@ -248,7 +209,7 @@ func (s *scope) availableIn() time.Duration {
 	return 0
 }
 
-func phase(s *scope) clusterv1.MachinePhase {
+func machinePhase(s *scope) clusterv1.MachinePhase {
 	m := s.machine
 	switch {
 	case !m.DeletionTimestamp.IsZero():

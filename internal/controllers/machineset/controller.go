@@ -2,7 +2,6 @@ package machineset
 
 import (
 	"context"
-	"errors"
 	"reflect"
 	"strconv"
 	"time"
@@ -28,6 +27,7 @@ import (
 	"capstan.dev/capstan/internal/contract"
 	"capstan.dev/capstan/internal/patch"
 	"capstan.dev/capstan/internal/pause"
+	"capstan.dev/capstan/internal/phase"
 )
 
 // Finalizer keeps a MachineSet until its Machines are gone. The value is
@@ -55,10 +55,6 @@ const (
 	TemplateClonedFromNameAnnotation      = "cluster.x-k8s.io/cloned-from-name"
 	TemplateClonedFromGroupKindAnnotation = "cluster.x-k8s.io/cloned-from-groupkind"
 )
-
-// kindNotInstalledRetry is how soon a MachineSet whose templates name a kind
-// no CRD defines looks again: installing a CRD wakes nothing.
-const kindNotInstalledRetry = time.Minute
 
 // Reconciler reconciles MachineSets.
 type Reconciler struct {
@@ -259,9 +255,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	ensureMetadata(s)
 
-	var errs []error
-	var requeue time.Duration
-	for _, phase := range []func(context.Context, *scope) (time.Duration, error){
+	return phase.Run(ctx, s,
 		r.readDeployment,
 		r.readMachines,
 		r.reconcileTemplates,
@@ -269,23 +263,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		r.reconcileLeftoverClones,
 		r.remediate,
 		r.scale,
-	} {
-		after, err := phase(ctx, s)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		if after > 0 && (requeue == 0 || after < requeue) {
-			requeue = after
-		}
-	}
-	err = kerrors.NewAggregate(errs)
-	var notCompliant *contract.NotContractCompliantError
-	var notInstalled *contract.KindNotInstalledError
-	if errors.As(err, &notCompliant) || errors.As(err, &notInstalled) {
-		// The user must act; retrying fast will not help.
-		return ctrl.Result{RequeueAfter: kindNotInstalledRetry}, nil
-	}
-	return ctrl.Result{RequeueAfter: requeue}, err
+	)
 }
 
 // writer writes with the controller's field manager.
