@@ -78,26 +78,29 @@ func runForeground(cmd *cobra.Command, dir mgmt.StateDir, o *upOptions) error {
 		return err
 	}
 	defer plane.Stop()
-	// managerDone stays nil (never ready) when no controllers run here.
-	var managerDone chan error
-	if o.controllers {
-		managerDone = make(chan error, 1)
-		ctrl.SetLogger(klog.NewKlogr())
-		mgr, err := manager.New(plane.Controllers, manager.Options{MetricsAddr: "0", ProbeAddr: "0"})
-		if err != nil {
-			if notify != nil {
-				fmt.Fprintf(notify, "error %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
-			}
-			return fmt.Errorf("starting controllers: %w", err)
-		}
-		go func() { managerDone <- mgr.Start(ctx) }()
-	}
 	klog.InfoS("Management plane ready", "server", plane.Admin.Host, "stateDir", dir, "seconds", time.Since(started).Seconds())
 	if notify != nil {
 		fmt.Fprintln(notify, "ready")
 		notify.Close()
 	} else {
 		printReady(cmd.OutOrStdout(), dir, plane.Admin.Host, os.Getpid(), "Press Ctrl-C to stop it.")
+	}
+
+	// The API is ready for the user now; the controllers start behind it
+	// and reconcile whatever was created meanwhile. managerDone stays nil
+	// (never ready) when no controllers run here.
+	var managerDone chan error
+	if o.controllers {
+		managerDone = make(chan error, 1)
+		ctrl.SetLogger(klog.NewKlogr())
+		go func() {
+			mgr, err := manager.New(plane.Controllers, manager.Options{MetricsAddr: "0", ProbeAddr: "0"})
+			if err != nil {
+				managerDone <- fmt.Errorf("starting controllers: %w", err)
+				return
+			}
+			managerDone <- mgr.Start(ctx)
+		}()
 	}
 
 	select {
