@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -15,6 +16,7 @@ import (
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/contract"
+	"capstan.dev/capstan/internal/enqueue"
 	"capstan.dev/capstan/internal/patch"
 	"capstan.dev/capstan/internal/pause"
 	"capstan.dev/capstan/internal/phase"
@@ -41,11 +43,17 @@ type Reconciler struct {
 	externalWatches *contract.Tracker
 }
 
+// summaryDelay is how long the Cluster waits after a change of its Machines,
+// MachineSets or MachineDeployments before it recounts them.
+const summaryDelay = time.Second
+
 // SetupWithManager registers the controller. Machines, MachineSets and
 // MachineDeployments wake their Cluster (their counters feed its status);
 // provider objects wake the Cluster that controls them.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
-	toCluster := handler.EnqueueRequestsFromMapFunc(clusterOfLabel)
+	// Worker counters change with every Machine; a short delay folds a
+	// burst of changes into one status write.
+	toCluster := enqueue.Coalesced(summaryDelay, clusterOfLabel)
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&clusterv1.Cluster{}).
 		Watches(&clusterv1.Machine{}, toCluster).

@@ -21,6 +21,7 @@ import (
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/conditions"
+	"capstan.dev/capstan/internal/enqueue"
 	"capstan.dev/capstan/internal/patch"
 	"capstan.dev/capstan/internal/pause"
 )
@@ -56,7 +57,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		For(&clusterv1.MachineDeployment{}, builder.WithPredicates(notStatusOnly)).
 		Owns(&clusterv1.MachineSet{}).
 		Watches(&clusterv1.MachineSet{}, handler.EnqueueRequestsFromMapFunc(r.orphanToDeployments)).
-		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(machineToDeployment), builder.WithPredicates(machineSummaryChanged)).
+		// Machines only feed the summary conditions; a short delay folds a
+		// burst of their changes into one status write.
+		Watches(&clusterv1.Machine{}, enqueue.Coalesced(time.Second, machineToDeployment), builder.WithPredicates(machineSummaryChanged)).
 		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToDeployments), builder.WithPredicates(clusterPauseChanged)).
 		WithOptions(opts).
 		Named("machinedeployment").
