@@ -92,7 +92,7 @@ func TestOwnerReferencesCascade(t *testing.T) {
 				ObjectMeta: metav1.ObjectMeta{Name: "m", Namespace: ns, OwnerReferences: []metav1.OwnerReference{ref}},
 				Spec: clusterv1.MachineSpec{
 					ClusterName: owner.Name,
-					Bootstrap:   clusterv1.Bootstrap{DataSecretName: ptr("x")},
+					Bootstrap:   clusterv1.Bootstrap{DataSecretName: ptrTo("x")},
 					InfrastructureRef: clusterv1.ContractVersionedObjectReference{
 						APIGroup: "infrastructure.cluster.x-k8s.io", Kind: "LocalMachine", Name: "m",
 					},

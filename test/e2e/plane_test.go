@@ -33,7 +33,7 @@ func seed(t *testing.T, c client.Client) []client.Object {
 		Spec: clusterv1.MachineSpec{
 			ClusterName: "c1",
 			Version:     "v1.35.0",
-			Bootstrap:   clusterv1.Bootstrap{DataSecretName: ptr("m1-bootstrap")},
+			Bootstrap:   clusterv1.Bootstrap{DataSecretName: ptrTo("m1-bootstrap")},
 			InfrastructureRef: clusterv1.ContractVersionedObjectReference{
 				APIGroup: "infrastructure.cluster.x-k8s.io", Kind: "LocalMachine", Name: "m1",
 			},
@@ -210,4 +210,4 @@ func serverOf(t *testing.T, kubeconfig string) string {
 	return ""
 }
 
-func ptr[T any](v T) *T { return &v }
+func ptrTo[T any](v T) *T { return &v }
