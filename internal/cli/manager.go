@@ -83,6 +83,7 @@ func parseConcurrency(pairs []string) (map[string]int, error) {
 	known := map[string]bool{
 		manager.ClusterController: true, manager.MachineController: true,
 		manager.MachineSetController: true, manager.MachineDeploymentController: true,
+		manager.MachineHealthCheckController: true,
 	}
 	out := map[string]int{}
 	for _, p := range pairs {

@@ -10,6 +10,7 @@ import (
 	clustercontroller "capstan.dev/capstan/internal/controllers/cluster"
 	machinecontroller "capstan.dev/capstan/internal/controllers/machine"
 	machinedeploymentcontroller "capstan.dev/capstan/internal/controllers/machinedeployment"
+	machinehealthcheckcontroller "capstan.dev/capstan/internal/controllers/machinehealthcheck"
 	machinesetcontroller "capstan.dev/capstan/internal/controllers/machineset"
 	"capstan.dev/capstan/internal/workload"
 )
@@ -55,5 +56,13 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Recorder:             mgr.GetEventRecorder("machinedeployment-controller"),
 		RevisionHistoryLimit: o.RevisionHistoryLimit,
 	}
-	return deployments.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.concurrency(MachineDeploymentController)})
+	if err := deployments.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.concurrency(MachineDeploymentController)}); err != nil {
+		return err
+	}
+	healthChecks := &machinehealthcheckcontroller.Reconciler{
+		Client:   mgr.GetClient(),
+		Workload: workloads,
+		Recorder: mgr.GetEventRecorder("machinehealthcheck-controller"),
+	}
+	return healthChecks.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.concurrency(MachineHealthCheckController)})
 }

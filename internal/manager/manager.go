@@ -68,10 +68,11 @@ const DefaultConcurrency = 10
 
 // Controller names, as used in Options.Concurrency and in metrics.
 const (
-	ClusterController           = "cluster"
-	MachineController           = "machine"
-	MachineSetController        = "machineset"
-	MachineDeploymentController = "machinedeployment"
+	ClusterController            = "cluster"
+	MachineController            = "machine"
+	MachineSetController         = "machineset"
+	MachineDeploymentController  = "machinedeployment"
+	MachineHealthCheckController = "machinehealthcheck"
 )
 
 func (o Options) concurrency(name string) int {

@@ -1,8 +1,9 @@
 // Package plan holds the decisions Capstan's controllers make that matter
 // most, as pure functions over plain data: how a MachineDeployment rolls out
 // (PlanRollout), which Machines a MachineSet deletes when it scales down
-// (MachinesToDelete), and in what order a Cluster's descendants are deleted
-// (NextClusterDeletionStep).
+// (MachinesToDelete), in what order a Cluster's descendants are deleted
+// (NextClusterDeletionStep), and which Machines a MachineHealthCheck finds
+// unhealthy and whether it may have them remediated (DecideHealth).
 //
 // Nothing here does I/O, talks to an API server, or reads the clock; time,
 // when it matters, is an input. A reconciler gathers the state, asks for a
