@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
 
 	"capstan.dev/capstan/internal/mgmt"
@@ -20,6 +21,11 @@ func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code)
 
 // Main runs the capstan command line and returns the process exit code.
 func Main(args []string) int {
+	// Kubernetes' version flag registers itself on the process-wide flag set,
+	// which cobra merges into every command; capstan has its own command.
+	if f := pflag.CommandLine.Lookup("version"); f != nil {
+		f.Hidden = true
+	}
 	root := newRoot()
 	root.SetArgs(args)
 	err := root.Execute()
