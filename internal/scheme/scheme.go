@@ -12,6 +12,7 @@ import (
 	bootstrapv1 "capstan.dev/capstan/api/bootstrap/kubeadm/v1beta2"
 	controlplanev1 "capstan.dev/capstan/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	localv1 "capstan.dev/capstan/api/infrastructure/local/v1beta2"
 )
 
 // New returns a scheme with every kind Capstan uses registered.
@@ -23,6 +24,7 @@ func New() *runtime.Scheme {
 		clusterv1.AddToScheme,
 		bootstrapv1.AddToScheme,
 		controlplanev1.AddToScheme,
+		localv1.AddToScheme,
 	} {
 		utilruntime.Must(add(s))
 	}
