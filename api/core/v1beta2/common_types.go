@@ -30,6 +30,11 @@ const (
 	// MachineDeploymentNameLabel names the MachineDeployment a MachineSet or Machine belongs to.
 	MachineDeploymentNameLabel = "cluster.x-k8s.io/deployment-name"
 
+	// TemplateClonedFromNameAnnotation and TemplateClonedFromGroupKindAnnotation
+	// record, on an object cloned from a template, which template it was.
+	TemplateClonedFromNameAnnotation      = "cluster.x-k8s.io/cloned-from-name"
+	TemplateClonedFromGroupKindAnnotation = "cluster.x-k8s.io/cloned-from-groupkind"
+
 	// PausedAnnotation stops every controller from acting on the object that carries it.
 	PausedAnnotation = "cluster.x-k8s.io/paused"
 

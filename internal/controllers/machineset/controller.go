@@ -49,11 +49,6 @@ const (
 	// the minimum when both are set.
 	AutoscalerMinSizeAnnotation = "cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size"
 	AutoscalerMaxSizeAnnotation = "cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size"
-
-	// TemplateClonedFromNameAnnotation and TemplateClonedFromGroupKindAnnotation
-	// record, on an object cloned from a template, which template it was.
-	TemplateClonedFromNameAnnotation      = "cluster.x-k8s.io/cloned-from-name"
-	TemplateClonedFromGroupKindAnnotation = "cluster.x-k8s.io/cloned-from-groupkind"
 )
 
 // Reconciler reconciles MachineSets.

@@ -11,13 +11,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/contract"
 	"capstan.dev/capstan/internal/patch"
 )
 
@@ -56,8 +56,8 @@ func (e *notFound) Error() string { return e.msg }
 func (e *notFound) Unwrap() error { return e.err }
 
 func (r *Reconciler) template(ctx context.Context, s *scope, field string, ref clusterv1.ContractVersionedObjectReference) (*unstructured.Unstructured, error) {
-	if !strings.HasSuffix(ref.Kind, templateSuffix) || ref.Kind == templateSuffix {
-		return nil, fmt.Errorf("%s names %s %s, which is not a template: its kind must end in %q", field, ref.Kind, ref.Name, templateSuffix)
+	if !strings.HasSuffix(ref.Kind, contract.TemplateSuffix) || ref.Kind == contract.TemplateSuffix {
+		return nil, fmt.Errorf("%s names %s %s, which is not a template: its kind must end in %q", field, ref.Kind, ref.Name, contract.TemplateSuffix)
 	}
 	gvk, err := r.Resolver.GroupVersionKind(ctx, ref)
 	if err != nil {
@@ -203,7 +203,7 @@ func (r *Reconciler) createMachine(ctx context.Context, s *scope) (*clusterv1.Ma
 			return nil, fmt.Errorf("cloning %s %s: %w", ref.Kind, ref.Name, err)
 		}
 		clones = append(clones, obj)
-		m.Spec.Bootstrap.ConfigRef = referenceTo(obj)
+		m.Spec.Bootstrap.ConfigRef = contract.ReferenceTo(obj)
 	}
 	ref := ms.Spec.Template.Spec.InfrastructureRef
 	obj, err := r.clone(ctx, s.infraTemplate, m)
@@ -211,7 +211,7 @@ func (r *Reconciler) createMachine(ctx context.Context, s *scope) (*clusterv1.Ma
 		return nil, undo(fmt.Errorf("cloning %s %s: %w", ref.Kind, ref.Name, err))
 	}
 	clones = append(clones, obj)
-	m.Spec.InfrastructureRef = referenceTo(obj)
+	m.Spec.InfrastructureRef = contract.ReferenceTo(obj)
 
 	if err := r.writer().Create(ctx, m); err != nil {
 		return nil, undo(fmt.Errorf("creating Machine %s: %w", name, err))
@@ -219,57 +219,15 @@ func (r *Reconciler) createMachine(ctx context.Context, s *scope) (*clusterv1.Ma
 	return m, nil
 }
 
-func referenceTo(obj *unstructured.Unstructured) clusterv1.ContractVersionedObjectReference {
-	return clusterv1.ContractVersionedObjectReference{APIGroup: obj.GroupVersionKind().Group, Kind: obj.GetKind(), Name: obj.GetName()}
-}
-
-// clone creates, under the Machine's name, an object of the template's kind
-// without the Template suffix, in the version the provider's contract label
-// names: its spec is the template's spec.template.spec; its labels and
-// annotations are the template's spec.template.metadata ones, the
-// Machine's, the cluster name, and which template it came from. The set is
-// its controller until the Machine controller takes it over.
+// clone creates, under the Machine's name, the object the template
+// describes, with the Machine's labels and annotations. The set is its
+// controller until the Machine controller takes it over.
 func (r *Reconciler) clone(ctx context.Context, tmpl *unstructured.Unstructured, m *clusterv1.Machine) (*unstructured.Unstructured, error) {
 	if tmpl == nil {
 		return nil, errors.New("the template was not read")
 	}
-	gk := schema.GroupKind{Group: tmpl.GroupVersionKind().Group, Kind: strings.TrimSuffix(tmpl.GetKind(), templateSuffix)}
-	gvk, err := r.Resolver.GroupVersionKind(ctx, clusterv1.ContractVersionedObjectReference{APIGroup: gk.Group, Kind: gk.Kind, Name: m.Name})
-	if err != nil {
-		return nil, err
-	}
-	src, _, err := unstructured.NestedMap(tmpl.Object, "spec", "template")
-	if err != nil {
-		return nil, fmt.Errorf("reading spec.template of %s %s: %w", tmpl.GetKind(), tmpl.GetName(), err)
-	}
-	obj := &unstructured.Unstructured{Object: map[string]any{}}
-	if spec, ok := src["spec"]; ok {
-		obj.Object["spec"] = spec
-	}
-	obj.SetGroupVersionKind(gvk)
-	obj.SetNamespace(m.Namespace)
-	obj.SetName(m.Name)
-
-	labels, _, _ := unstructured.NestedStringMap(src, "metadata", "labels")
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	maps.Copy(labels, m.Labels)
-	labels[clusterv1.ClusterNameLabel] = m.Spec.ClusterName
-	obj.SetLabels(labels)
-
-	annotations, _, _ := unstructured.NestedStringMap(src, "metadata", "annotations")
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
-	maps.Copy(annotations, m.Annotations)
-	annotations[TemplateClonedFromNameAnnotation] = tmpl.GetName()
-	annotations[TemplateClonedFromGroupKindAnnotation] = tmpl.GroupVersionKind().GroupKind().String()
-	obj.SetAnnotations(annotations)
-
-	obj.SetOwnerReferences([]metav1.OwnerReference{m.OwnerReferences[0]})
-	if err := r.writer().Create(ctx, obj); err != nil {
-		return nil, err
-	}
-	return obj, nil
+	return contract.CloneTemplate(ctx, r.Resolver, r.writer(), tmpl, contract.Clone{
+		Namespace: m.Namespace, Name: m.Name, ClusterName: m.Spec.ClusterName,
+		Labels: m.Labels, Annotations: m.Annotations, Owner: m.OwnerReferences[0],
+	})
 }

@@ -20,6 +20,7 @@ import (
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/conditions"
+	"capstan.dev/capstan/internal/contract"
 	"capstan.dev/capstan/internal/patch"
 )
 
@@ -269,7 +270,7 @@ func (r *Reconciler) reconcileLeftoverClones(ctx context.Context, s *scope) (tim
 	var recheck time.Duration
 	for _, t := range templates {
 		gvk, err := r.Resolver.GroupVersionKind(ctx, clusterv1.ContractVersionedObjectReference{
-			APIGroup: t.GroupVersionKind().Group, Kind: strings.TrimSuffix(t.GetKind(), templateSuffix), Name: "any",
+			APIGroup: t.GroupVersionKind().Group, Kind: strings.TrimSuffix(t.GetKind(), contract.TemplateSuffix), Name: "any",
 		})
 		if err != nil {
 			errs = append(errs, err)

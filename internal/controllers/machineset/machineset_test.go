@@ -107,8 +107,8 @@ func TestScaleUpClonesTemplates(t *testing.T) {
 		}
 		for k, v := range map[string]string{
 			"infra-note": "n", "note": "x",
-			machineset.TemplateClonedFromNameAnnotation:      "infra",
-			machineset.TemplateClonedFromGroupKindAnnotation: "TestMachineTemplate." + provider.InfrastructureGroup,
+			clusterv1.TemplateClonedFromNameAnnotation:      "infra",
+			clusterv1.TemplateClonedFromGroupKindAnnotation: "TestMachineTemplate." + provider.InfrastructureGroup,
 		} {
 			if infra.GetAnnotations()[k] != v {
 				t.Errorf("TestMachine %s annotations %v lack %s=%s", m.Name, infra.GetAnnotations(), k, v)
@@ -123,8 +123,8 @@ func TestScaleUpClonesTemplates(t *testing.T) {
 		if spec := boot.Object["spec"]; !reflect.DeepEqual(spec, map[string]any{"format": "cloud-config"}) {
 			t.Errorf("TestBootstrapConfig %s spec %v", m.Name, spec)
 		}
-		if a := boot.GetAnnotations(); a[machineset.TemplateClonedFromNameAnnotation] != "boot" ||
-			a[machineset.TemplateClonedFromGroupKindAnnotation] != "TestBootstrapConfigTemplate."+provider.BootstrapGroup {
+		if a := boot.GetAnnotations(); a[clusterv1.TemplateClonedFromNameAnnotation] != "boot" ||
+			a[clusterv1.TemplateClonedFromGroupKindAnnotation] != "TestBootstrapConfigTemplate."+provider.BootstrapGroup {
 			t.Errorf("TestBootstrapConfig %s annotations %v", m.Name, a)
 		}
 		if boot.GetLabels()[clusterv1.ClusterNameLabel] != "c" || !controlledBy(boot, "MachineSet", "workers") {
@@ -756,7 +756,7 @@ func TestTemplateCreatedLaterWakesTheSet(t *testing.T) {
 	got := waitMachines(t, f.ns, 1)
 	infra := provider.InfraMachine.New(f.ns, got[0].Name, nil)
 	get(t, infra)
-	if infra.GetAnnotations()[machineset.TemplateClonedFromNameAnnotation] != "late" {
+	if infra.GetAnnotations()[clusterv1.TemplateClonedFromNameAnnotation] != "late" {
 		t.Errorf("annotations %v", infra.GetAnnotations())
 	}
 }

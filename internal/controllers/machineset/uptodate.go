@@ -11,10 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/contract"
 )
-
-// templateSuffix ends the kind of every provider template.
-const templateSuffix = "Template"
 
 // rolloutFields is a Machine spec with the fields that are propagated to
 // existing Machines in place, or that never differ within a cluster, cleared:
@@ -46,7 +44,7 @@ func templateDifferences(current, desired *clusterv1.MachineTemplateSpec) []stri
 	}
 	if !reflect.DeepEqual(c.Bootstrap, d.Bootstrap) {
 		if c.Bootstrap.ConfigRef.IsDefined() {
-			diffs = append(diffs, strings.TrimSuffix(c.Bootstrap.ConfigRef.Kind, templateSuffix)+" is not up-to-date")
+			diffs = append(diffs, strings.TrimSuffix(c.Bootstrap.ConfigRef.Kind, contract.TemplateSuffix)+" is not up-to-date")
 		} else {
 			var have, want string
 			if c.Bootstrap.DataSecretName != nil {
@@ -59,7 +57,7 @@ func templateDifferences(current, desired *clusterv1.MachineTemplateSpec) []stri
 		}
 	}
 	if c.InfrastructureRef != d.InfrastructureRef {
-		diffs = append(diffs, strings.TrimSuffix(c.InfrastructureRef.Kind, templateSuffix)+" is not up-to-date")
+		diffs = append(diffs, strings.TrimSuffix(c.InfrastructureRef.Kind, contract.TemplateSuffix)+" is not up-to-date")
 	}
 	if c.FailureDomain != d.FailureDomain {
 		diffs = append(diffs, fmt.Sprintf("Failure domain %s, %s required", orNone(c.FailureDomain), orNone(d.FailureDomain)))
