@@ -1,0 +1,141 @@
+// Package lockfile is how the local provider tells whether a machine or load
+// balancer process runs: the process holds an exclusive flock on its lock
+// file for its whole life, and the kernel drops the lock when the process
+// dies, however it dies. Observers test the lock with a non-blocking shared
+// flock that they release at once, find the holder's pid in /proc/locks, and
+// learn of the holder's death by blocking on a shared flock.
+package lockfile
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// ErrHeld says another process holds the lock.
+var ErrHeld = errors.New("lock is held by another process")
+
+// Lock is an exclusive lock held by this process.
+type Lock struct{ f *os.File }
+
+// Acquire takes the exclusive lock on path, creating the file, and writes
+// this process's pid into it (for humans; observers use /proc/locks). It
+// fails with ErrHeld when another process holds the lock.
+func Acquire(path string) (*Lock, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%s: %w", path, ErrHeld)
+		}
+		return nil, fmt.Errorf("locking %s: %w", path, err)
+	}
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return &Lock{f: f}, nil
+}
+
+// Release drops the lock.
+func (l *Lock) Release() error { return l.f.Close() }
+
+// Held tells whether some process holds an exclusive lock on path. A missing
+// file is not held. The test takes and drops a shared lock at once, so a
+// process that takes its exclusive lock at that very instant must retry.
+func Held(path string) (bool, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err != nil {
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return true, nil
+		}
+		return false, fmt.Errorf("testing lock %s: %w", path, err)
+	}
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return false, nil
+}
+
+// Holder returns the pid of the process holding an exclusive flock on path,
+// or 0 when none does, read from /proc/locks by the file's inode.
+func Holder(path string) (int, error) {
+	fi, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, fmt.Errorf("%s: no inode information", path)
+	}
+	f, err := os.Open("/proc/locks")
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	// Lines look like "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF";
+	// the device is major:minor in hex, the inode in decimal.
+	wantInode := strconv.FormatUint(st.Ino, 10)
+	major, minor := (st.Dev>>8)&0xfff|(st.Dev>>32)&^0xfff, st.Dev&0xff|(st.Dev>>12)&^0xff
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		fields := strings.Fields(s.Text())
+		// A blocked waiter's line carries "->" after the number.
+		if len(fields) < 6 || fields[1] == "->" || fields[1] != "FLOCK" || fields[3] != "WRITE" {
+			continue
+		}
+		id := strings.Split(fields[5], ":")
+		if len(id) != 3 || id[2] != wantInode {
+			continue
+		}
+		maj, err1 := strconv.ParseUint(id[0], 16, 64)
+		mnr, err2 := strconv.ParseUint(id[1], 16, 64)
+		if err1 != nil || err2 != nil || maj != major || mnr != minor {
+			continue
+		}
+		pid, err := strconv.Atoi(fields[4])
+		if err != nil {
+			continue
+		}
+		return pid, nil
+	}
+	return 0, s.Err()
+}
+
+// WaitReleased blocks until no process holds an exclusive lock on path (it
+// returns at once when none does or the file is missing). It cannot be
+// interrupted: run it in a goroutine of its own.
+func WaitReleased(path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("waiting for lock %s: %w", path, err)
+		}
+		return syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	}
+}
