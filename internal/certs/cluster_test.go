@@ -1,0 +1,244 @@
+package certs_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/certs"
+	"capstan.dev/capstan/internal/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { testenv.Main(m, &env) }
+
+// newCluster creates a Cluster to own the Secrets: the garbage collector
+// would delete Secrets whose owner does not exist.
+func newCluster(t *testing.T) (*clusterv1.Cluster, metav1.OwnerReference) {
+	t.Helper()
+	ns := env.Namespace(t)
+	c := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c1"}, Spec: clusterv1.ClusterSpec{ClusterNetwork: clusterv1.ClusterNetwork{ServiceDomain: "cluster.local"}}}
+	if err := env.Client.Create(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	return c, metav1.OwnerReference{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: c.Name, UID: c.UID}
+}
+
+func secret(t *testing.T, ns, name string) *corev1.Secret {
+	t.Helper()
+	s := &corev1.Secret{}
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestLookupOrGenerateCreatesTheContractSecretsOnce(t *testing.T) {
+	ctx := context.Background()
+	cluster, owner := newCluster(t)
+	key := client.ObjectKeyFromObject(cluster)
+
+	if _, err := certs.Lookup(ctx, env.Client, key); !certs.IsMissing(err) {
+		t.Fatalf("Lookup before generation: want a missing error, have %v", err)
+	}
+	first, err := certs.LookupOrGenerate(ctx, env.Client, key, owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.CA == nil || first.EtcdCA == nil || first.FrontProxyCA == nil || len(first.ServiceAccountKey) == 0 || len(first.ServiceAccountPub) == 0 {
+		t.Fatalf("incomplete: %+v", first)
+	}
+	if first.CA.Cert.Subject.CommonName != "kubernetes" || !first.CA.Cert.IsCA || time.Until(first.CA.Cert.NotAfter) < 9*365*24*time.Hour {
+		t.Errorf("cluster CA: CN %q CA %v until %s", first.CA.Cert.Subject.CommonName, first.CA.Cert.IsCA, first.CA.Cert.NotAfter)
+	}
+	versions := map[string]string{}
+	for _, p := range []certs.Purpose{certs.ClusterCA, certs.EtcdCA, certs.FrontProxyCA, certs.ServiceAccount} {
+		s := secret(t, cluster.Namespace, certs.SecretName(cluster.Name, p))
+		if s.Type != certs.ClusterSecretType || s.Labels[clusterv1.ClusterNameLabel] != "c1" {
+			t.Errorf("%s: type %q labels %v", s.Name, s.Type, s.Labels)
+		}
+		if len(s.OwnerReferences) != 1 || s.OwnerReferences[0].UID != cluster.UID {
+			t.Errorf("%s: owners %+v", s.Name, s.OwnerReferences)
+		}
+		if len(s.Data["tls.crt"]) == 0 || len(s.Data["tls.key"]) == 0 {
+			t.Errorf("%s: keys %v", s.Name, s.Data)
+		}
+		versions[s.Name] = s.ResourceVersion
+	}
+	if !strings.Contains(string(secret(t, cluster.Namespace, "c1-sa").Data["tls.crt"]), "PUBLIC KEY") {
+		t.Error("c1-sa tls.crt must hold the public key")
+	}
+
+	again, err := certs.LookupOrGenerate(ctx, env.Client, key, owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.CA.Cert.Equal(first.CA.Cert) || !again.EtcdCA.Cert.Equal(first.EtcdCA.Cert) || string(again.ServiceAccountKey) != string(first.ServiceAccountKey) {
+		t.Error("a second call must return the stored certificates, not new ones")
+	}
+	for name, rv := range versions {
+		if s := secret(t, cluster.Namespace, name); s.ResourceVersion != rv {
+			t.Errorf("%s was written again", name)
+		}
+	}
+	looked, err := certs.Lookup(ctx, env.Client, key)
+	if err != nil || !looked.FrontProxyCA.Cert.Equal(first.FrontProxyCA.Cert) {
+		t.Errorf("Lookup after generation: %v", err)
+	}
+	if got := looked.CACertHashes(); len(got) != 1 || got[0] != certs.PublicKeyPin(first.CA.Cert) || !strings.HasPrefix(got[0], "sha256:") {
+		t.Errorf("CACertHashes %v", got)
+	}
+}
+
+func TestLookupOrGenerateHonoursUserCA(t *testing.T) {
+	ctx := context.Background()
+	cluster, owner := newCluster(t)
+	userCA, err := certs.NewCA("my-ca", time.Now(), time.Hour*24*30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyPEM, _ := userCA.KeyPEM()
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: cluster.Namespace, Name: "c1-ca"},
+		Data:       map[string][]byte{"tls.crt": userCA.CertPEM(), "tls.key": keyPEM},
+	}
+	if err := env.Client.Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	got, err := certs.LookupOrGenerate(ctx, env.Client, client.ObjectKeyFromObject(cluster), owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.CA.Cert.Equal(userCA.Cert) {
+		t.Errorf("the user's CA must be used, have %s", got.CA.Cert.Subject.CommonName)
+	}
+	after := secret(t, cluster.Namespace, "c1-ca")
+	if after.ResourceVersion != s.ResourceVersion || len(after.OwnerReferences) != 0 {
+		t.Error("the user's secret must not be written")
+	}
+	if got.EtcdCA == nil || got.EtcdCA.Cert.Equal(userCA.Cert) {
+		t.Error("the missing etcd CA must be generated")
+	}
+}
+
+func TestLookupOrGenerateRejectsInvalidUserSecret(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		data map[string][]byte
+		want []string
+	}{
+		{"missing key", map[string][]byte{"tls.crt": []byte("x")}, []string{"c1-etcd", "has no key tls.key"}},
+		{"garbage", map[string][]byte{"tls.crt": []byte("x"), "tls.key": []byte("y")}, []string{"c1-etcd", "tls.crt", "tls.key"}},
+		{"not a CA", nil, []string{"c1-etcd", "not a certificate authority"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cluster, owner := newCluster(t)
+			data := tc.data
+			if data == nil {
+				ca, _ := certs.NewCA("x", time.Now(), time.Hour)
+				leaf, _ := ca.Issue(certs.Request{CommonName: "leaf", Client: true}, time.Now())
+				k, _ := leaf.KeyPEM()
+				data = map[string][]byte{"tls.crt": leaf.CertPEM(), "tls.key": k}
+			}
+			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cluster.Namespace, Name: "c1-etcd"}, Data: data}
+			if err := env.Client.Create(ctx, s); err != nil {
+				t.Fatal(err)
+			}
+			_, err := certs.LookupOrGenerate(ctx, env.Client, client.ObjectKeyFromObject(cluster), owner)
+			if err == nil {
+				t.Fatal("want an error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+			if after := secret(t, cluster.Namespace, "c1-etcd"); after.ResourceVersion != s.ResourceVersion {
+				t.Error("an invalid user secret must not be overwritten")
+			}
+		})
+	}
+}
+
+func TestLookupOrGenerateRaceConverges(t *testing.T) {
+	ctx := context.Background()
+	cluster, owner := newCluster(t)
+	const n = 4
+	results := make([]*certs.ClusterCertificates, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = certs.LookupOrGenerate(ctx, env.Client, client.ObjectKeyFromObject(cluster), owner)
+		}()
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		if !results[i].CA.Cert.Equal(results[0].CA.Cert) || !results[i].EtcdCA.Cert.Equal(results[0].EtcdCA.Cert) ||
+			string(results[i].ServiceAccountKey) != string(results[0].ServiceAccountKey) {
+			t.Errorf("caller %d got other certificates than caller 0", i)
+		}
+	}
+	stored, err := certs.Lookup(ctx, env.Client, client.ObjectKeyFromObject(cluster))
+	if err != nil || !stored.CA.Cert.Equal(results[0].CA.Cert) {
+		t.Errorf("callers must use the stored CA: %v", err)
+	}
+}
+
+func TestFilesLayout(t *testing.T) {
+	mk := func() *certs.KeyPair {
+		ca, err := certs.NewCA("x", time.Now(), time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ca
+	}
+	key, pub, err := certs.NewServiceAccountKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := &certs.ClusterCertificates{CA: mk(), EtcdCA: mk(), FrontProxyCA: mk(), ServiceAccountKey: key, ServiceAccountPub: pub}
+	files, err := cc.Files("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"/etc/kubernetes/pki/ca.crt": "0640", "/etc/kubernetes/pki/ca.key": "0600",
+		"/etc/kubernetes/pki/etcd/ca.crt": "0640", "/etc/kubernetes/pki/etcd/ca.key": "0600",
+		"/etc/kubernetes/pki/front-proxy-ca.crt": "0640", "/etc/kubernetes/pki/front-proxy-ca.key": "0600",
+		"/etc/kubernetes/pki/sa.pub": "0640", "/etc/kubernetes/pki/sa.key": "0600",
+	}
+	if len(files) != len(want) {
+		t.Fatalf("want %d files, have %d", len(want), len(files))
+	}
+	for _, f := range files {
+		if want[f.Path] != f.Permissions || len(f.Content) == 0 {
+			t.Errorf("%s: permissions %s, %d bytes", f.Path, f.Permissions, len(f.Content))
+		}
+	}
+	if string(files[0].Content) != string(cc.CA.CertPEM()) {
+		t.Error("ca.crt content")
+	}
+	files, _ = cc.Files("/custom/pki")
+	if files[2].Path != "/custom/pki/etcd/ca.crt" {
+		t.Errorf("custom dir: %s", files[2].Path)
+	}
+	cc.EtcdCA = nil
+	if _, err := cc.Files(""); err == nil {
+		t.Error("a missing CA must be an error")
+	}
+}
