@@ -8,6 +8,7 @@ import (
 
 	"capstan.dev/capstan/internal/contract"
 	clustercontroller "capstan.dev/capstan/internal/controllers/cluster"
+	kubeadmcontrolplanecontroller "capstan.dev/capstan/internal/controllers/kubeadmcontrolplane"
 	machinecontroller "capstan.dev/capstan/internal/controllers/machine"
 	machinedeploymentcontroller "capstan.dev/capstan/internal/controllers/machinedeployment"
 	machinehealthcheckcontroller "capstan.dev/capstan/internal/controllers/machinehealthcheck"
@@ -64,5 +65,14 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Workload: workloads,
 		Recorder: mgr.GetEventRecorder("machinehealthcheck-controller"),
 	}
-	return healthChecks.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.concurrency(MachineHealthCheckController)})
+	if err := healthChecks.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.concurrency(MachineHealthCheckController)}); err != nil {
+		return err
+	}
+	controlPlanes := &kubeadmcontrolplanecontroller.Reconciler{
+		Client:   mgr.GetClient(),
+		Resolver: resolver,
+		Workload: workloads,
+		Recorder: mgr.GetEventRecorder("kubeadmcontrolplane-controller"),
+	}
+	return controlPlanes.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.concurrency(KubeadmControlPlaneController)})
 }

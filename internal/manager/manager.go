@@ -68,11 +68,15 @@ const DefaultConcurrency = 10
 
 // Controller names, as used in Options.Concurrency and in metrics.
 const (
-	ClusterController            = "cluster"
-	MachineController            = "machine"
-	MachineSetController         = "machineset"
-	MachineDeploymentController  = "machinedeployment"
-	MachineHealthCheckController = "machinehealthcheck"
+	ClusterController             = "cluster"
+	MachineController             = "machine"
+	MachineSetController          = "machineset"
+	MachineDeploymentController   = "machinedeployment"
+	MachineHealthCheckController  = "machinehealthcheck"
+	KubeadmControlPlaneController = "kubeadmcontrolplane"
+	KubeadmConfigController       = "kubeadmconfig"
+	LocalClusterController        = "localcluster"
+	LocalMachineController        = "localmachine"
 )
 
 func (o Options) concurrency(name string) int {

@@ -141,6 +141,9 @@ const (
 	NotRemediatingReason = "NotRemediating"
 
 	DeletingReason          = "Deleting"
+	// MachineDeletingWaitingForPreTerminateHookReason: the Machine is drained
+	// and waits for its pre-terminate hooks; owners with such a hook act then.
+	MachineDeletingWaitingForPreTerminateHookReason = "WaitingForPreTerminateHook"
 	NotDeletingReason       = "NotDeleting"
 	DeletionCompletedReason = "DeletionCompleted"
 

@@ -54,6 +54,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 
 	if hooks := hooksWithPrefix(m, clusterv1.PreTerminateDeleteHookAnnotationPrefix); len(hooks) > 0 {
 		s.deleting = "waiting for pre-terminate hooks to be removed: " + strings.Join(hooks, ", ")
+		s.waitingForPreTerminateHooks = true
 		return ctrl.Result{}, nil
 	}
 

@@ -44,6 +44,8 @@ type scope struct {
 	nodeErr error // why the Node could not be looked up
 
 	deleting string // what deletion waits for
+	// waitingForPreTerminateHooks: drained, held only by pre-terminate hooks.
+	waitingForPreTerminateHooks bool
 }
 
 // external reads the object ref names and makes the Machine its controller.

@@ -46,7 +46,11 @@ func (r *Reconciler) summarize(s *scope) {
 	if m.DeletionTimestamp.IsZero() {
 		set(metav1.Condition{Type: clusterv1.DeletingCondition, Status: metav1.ConditionFalse, Reason: clusterv1.NotDeletingReason})
 	} else {
-		set(metav1.Condition{Type: clusterv1.DeletingCondition, Status: metav1.ConditionTrue, Reason: clusterv1.DeletingReason, Message: s.deleting})
+		reason := clusterv1.DeletingReason
+		if s.waitingForPreTerminateHooks {
+			reason = clusterv1.MachineDeletingWaitingForPreTerminateHookReason
+		}
+		set(metav1.Condition{Type: clusterv1.DeletingCondition, Status: metav1.ConditionTrue, Reason: reason, Message: s.deleting})
 	}
 	set(readyCondition(m))
 	set(availableCondition(m, s.now))

@@ -1,0 +1,406 @@
+package kubeadmcontrolplane
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	controlplanev1 "capstan.dev/capstan/api/controlplane/kubeadm/v1beta2"
+	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/certs"
+	"capstan.dev/capstan/internal/workload"
+)
+
+// Names kubeadm gives things in a workload cluster.
+const (
+	kubeadmConfigMap          = "kubeadm-config"
+	etcdClientURLsAnnotation  = "kubeadm.kubernetes.io/etcd.advertise-client-urls"
+	leaveLoadBalancer         = "capstan.dev/leave-load-balancer"
+	leftLoadBalancer          = "capstan.dev/left-load-balancer"
+	leaveLoadBalancerDeadline = 30 * time.Second
+)
+
+// controlPlaneComponents are the mirror Pods each control-plane node has.
+var controlPlaneComponents = []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd"}
+
+// componentHealth is what a node's control-plane Pods say.
+type componentHealth struct {
+	problems []string
+	seen     bool
+}
+
+func (h componentHealth) healthy() bool { return h.seen && len(h.problems) == 0 }
+
+// etcdMember is one member of the workload cluster's etcd.
+type etcdMember struct {
+	id         uint64
+	name       string
+	clientURLs []string
+	healthy    bool
+	leader     bool
+	problem    string
+}
+
+type etcdState struct {
+	read    bool
+	members []etcdMember
+	err     error
+}
+
+func (e etcdState) member(name string) *etcdMember {
+	for i := range e.members {
+		if e.members[i].name == name {
+			return &e.members[i]
+		}
+	}
+	return nil
+}
+
+// readWorkload reads what the workload cluster says about its control
+// plane: whether kubeadm init finished, the health of every node's
+// control-plane Pods, and etcd's members.
+func (r *Reconciler) readWorkload(ctx context.Context, s *scope) (time.Duration, error) {
+	if s.certs == nil || len(s.machines) == 0 {
+		return 0, nil
+	}
+	key := client.ObjectKeyFromObject(s.cluster)
+	c, err := r.Workload.GetClient(ctx, key)
+	if err != nil {
+		s.workloadErr = err
+		return unsettledRetry, nil
+	}
+	s.workload = c
+	if err := r.Workload.Watch(ctx, key, workload.WatchInput{
+		Name:    "kubeadmcontrolplane/pods",
+		Watcher: r.controller,
+		Kind:    &corev1.Pod{},
+		Handler: handler.EnqueueRequestsFromMapFunc(func(context.Context, client.Object) []reconcile.Request {
+			return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(s.kcp)}}
+		}),
+		Predicates: []predicate.Predicate{predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return o.GetNamespace() == metav1NamespaceSystem && o.GetLabels()["tier"] == "control-plane"
+		})},
+	}); err != nil {
+		return 0, err
+	}
+
+	s.initialized = ptrTrue(s.kcp.Status.Initialization.ControlPlaneInitialized)
+	if !s.initialized {
+		reader, err := r.Workload.GetReader(ctx, key)
+		if err != nil {
+			s.workloadErr = err
+			return unsettledRetry, nil
+		}
+		cm := &corev1.ConfigMap{}
+		switch err := reader.Get(ctx, client.ObjectKey{Namespace: metav1NamespaceSystem, Name: kubeadmConfigMap}, cm); {
+		case err == nil:
+			s.initialized = true
+		case apierrors.IsNotFound(err):
+			return unsettledRetry, nil
+		default:
+			s.workloadErr = err
+			return unsettledRetry, nil
+		}
+	}
+
+	pods := &corev1.PodList{}
+	if err := c.List(ctx, pods, client.InNamespace(metav1NamespaceSystem), client.MatchingLabels{"tier": "control-plane"}); err != nil {
+		s.workloadErr = err
+		return unsettledRetry, nil
+	}
+	s.components = componentsByNode(pods.Items)
+	s.etcd = r.readEtcd(ctx, s, pods.Items)
+	return 0, nil
+}
+
+const metav1NamespaceSystem = "kube-system"
+
+func componentsByNode(pods []corev1.Pod) map[string]componentHealth {
+	byNode := map[string]map[string]*corev1.Pod{}
+	for i := range pods {
+		p := &pods[i]
+		comp := p.Labels["component"]
+		if p.Spec.NodeName == "" || comp == "" {
+			continue
+		}
+		if byNode[p.Spec.NodeName] == nil {
+			byNode[p.Spec.NodeName] = map[string]*corev1.Pod{}
+		}
+		byNode[p.Spec.NodeName][comp] = p
+	}
+	out := map[string]componentHealth{}
+	for node, comps := range byNode {
+		h := componentHealth{seen: true}
+		for _, comp := range controlPlaneComponents {
+			p, ok := comps[comp]
+			switch {
+			case !ok:
+				h.problems = append(h.problems, comp+" Pod is missing")
+			case !podReady(p):
+				h.problems = append(h.problems, comp+" Pod is not ready")
+			}
+		}
+		out[node] = h
+	}
+	return out
+}
+
+func podReady(p *corev1.Pod) bool {
+	if p.Status.Phase != corev1.PodRunning {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// etcdClientURLs are the client URLs the etcd Pods advertise.
+func etcdClientURLs(pods []corev1.Pod) []string {
+	var urls []string
+	for _, p := range pods {
+		if p.Labels["component"] != "etcd" {
+			continue
+		}
+		for _, u := range strings.Split(p.Annotations[etcdClientURLsAnnotation], ",") {
+			if u = strings.TrimSpace(u); u != "" {
+				urls = append(urls, u)
+			}
+		}
+	}
+	sort.Strings(urls)
+	return urls
+}
+
+// etcdClient connects to the workload cluster's etcd with a client
+// certificate minted from the cluster's etcd CA.
+func etcdClient(ca *certs.KeyPair, endpoints []string) (*clientv3.Client, error) {
+	if len(endpoints) == 0 {
+		return nil, errors.New("no etcd Pod advertises a client URL (annotation " + etcdClientURLsAnnotation + ")")
+	}
+	leaf, err := ca.Issue(certs.Request{CommonName: "capstan-kubeadmcontrolplane", Client: true, Lifetime: time.Hour}, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.Cert)
+	return clientv3.New(clientv3.Config{
+		Endpoints:   endpoints,
+		DialTimeout: 3 * time.Second,
+		TLS: &tls.Config{
+			RootCAs:      pool,
+			Certificates: []tls.Certificate{{Certificate: [][]byte{leaf.Cert.Raw}, PrivateKey: leaf.Key, Leaf: leaf.Cert}},
+			MinVersion:   tls.VersionTLS12,
+		},
+		Logger: zap.NewNop(),
+	})
+}
+
+// readEtcd lists etcd's members and asks each whether it is healthy.
+func (r *Reconciler) readEtcd(ctx context.Context, s *scope, pods []corev1.Pod) etcdState {
+	cli, err := etcdClient(s.certs.EtcdCA, etcdClientURLs(pods))
+	if err != nil {
+		return etcdState{err: err}
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	list, err := cli.MemberList(ctx)
+	if err != nil {
+		return etcdState{err: fmt.Errorf("listing etcd members: %w", err)}
+	}
+	st := etcdState{read: true}
+	for _, m := range list.Members {
+		em := etcdMember{id: m.ID, name: m.Name, clientURLs: m.ClientURLs}
+		switch {
+		case m.IsLearner:
+			em.problem = "is a learner"
+		case len(m.ClientURLs) == 0:
+			em.problem = "has not started"
+		default:
+			status, err := cli.Status(ctx, m.ClientURLs[0])
+			if err != nil {
+				em.problem = err.Error()
+				break
+			}
+			if len(status.Errors) > 0 {
+				em.problem = strings.Join(status.Errors, "; ")
+				break
+			}
+			em.healthy = true
+			em.leader = status.Header.MemberId == status.Leader
+		}
+		st.members = append(st.members, em)
+	}
+	return st
+}
+
+// reconcileHooks runs the control plane's pre-terminate hook for each
+// Machine that waits at it: leave the load balancer, move etcd leadership
+// away, remove the member, lift the hook.
+func (r *Reconciler) reconcileHooks(ctx context.Context, s *scope) {
+	for _, m := range s.machines {
+		if m.machine.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if _, ok := m.machine.Annotations[controlplanev1.PreTerminateHookCleanupAnnotation]; !ok {
+			continue
+		}
+		if !waitingAtPreTerminateHook(m.machine) {
+			continue
+		}
+		done, err := r.cleanUpMachine(ctx, s, m)
+		if err != nil {
+			s.actionErr = kerrors.NewAggregate([]error{s.actionErr, fmt.Errorf("removing Machine %s from the control plane: %w", m.machine.Name, err)})
+			continue
+		}
+		if !done {
+			continue
+		}
+		before := m.machine.DeepCopy()
+		delete(m.machine.Annotations, controlplanev1.PreTerminateHookCleanupAnnotation)
+		if err := r.writer().Patch(ctx, m.machine, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
+			s.actionErr = kerrors.NewAggregate([]error{s.actionErr, err})
+			continue
+		}
+		r.leaveRequested.Delete(m.machine.UID)
+		ctrllog.FromContext(ctx).Info("Removed Machine from the control plane", "Machine", m.machine.Name)
+	}
+}
+
+func waitingAtPreTerminateHook(m *clusterv1.Machine) bool {
+	for _, c := range m.Status.Conditions {
+		if c.Type == clusterv1.DeletingCondition {
+			return c.Reason == clusterv1.MachineDeletingWaitingForPreTerminateHookReason
+		}
+	}
+	return false
+}
+
+// cleanUpMachine takes a leaving Machine out of the control plane; it
+// reports done once nothing of it is left in etcd.
+func (r *Reconciler) cleanUpMachine(ctx context.Context, s *scope, m *machineState) (bool, error) {
+	if !s.kcp.DeletionTimestamp.IsZero() || !s.initialized {
+		// The whole control plane goes, or never came up: etcd goes with it.
+		return true, nil
+	}
+	if s.workload == nil || s.certs == nil {
+		return false, fmt.Errorf("the workload cluster cannot be reached: %v", s.workloadErr)
+	}
+	if !r.leftLoadBalancer(ctx, s, m) {
+		return false, nil
+	}
+	st := s.etcd
+	if st.err != nil {
+		return false, st.err
+	}
+	member := st.member(m.nodeName())
+	if member == nil {
+		return true, nil
+	}
+	others := 0
+	for _, o := range st.members {
+		if o.id != member.id && o.healthy {
+			others++
+		}
+	}
+	if others == 0 {
+		return false, errors.New("its etcd member is the only healthy one; refusing to remove it")
+	}
+	var endpoints []string
+	for _, o := range st.members {
+		if o.id != member.id && o.healthy {
+			endpoints = append(endpoints, o.clientURLs...)
+		}
+	}
+	cli, err := etcdClient(s.certs.EtcdCA, endpoints)
+	if err != nil {
+		return false, err
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if member.leader {
+		for _, o := range st.members {
+			if o.id != member.id && o.healthy {
+				// MoveLeader must be sent to the current leader.
+				lc, err := etcdClient(s.certs.EtcdCA, member.clientURLs)
+				if err != nil {
+					return false, err
+				}
+				_, err = lc.MoveLeader(ctx, o.id)
+				lc.Close()
+				if err != nil {
+					return false, fmt.Errorf("moving etcd leadership to %s: %w", o.name, err)
+				}
+				break
+			}
+		}
+	}
+	if _, err := cli.MemberRemove(ctx, member.id); err != nil && !strings.Contains(err.Error(), "member not found") {
+		return false, fmt.Errorf("removing etcd member %s: %w", member.name, err)
+	}
+	r.event(s.kcp, m.machine, "Normal", "EtcdMemberRemoved", "Delete", "Removed etcd member %s of Machine %s", member.name, m.machine.Name)
+	return true, nil
+}
+
+// leftLoadBalancer asks the Machine's Node to leave the control-plane load
+// balancer and reports whether it has, or whether waiting is over.
+func (r *Reconciler) leftLoadBalancer(ctx context.Context, s *scope, m *machineState) bool {
+	nodeName := m.machine.Status.NodeRef.Name
+	if nodeName == "" {
+		return true
+	}
+	node := &corev1.Node{}
+	if err := s.workload.Get(ctx, client.ObjectKey{Name: nodeName}, node); err != nil {
+		return apierrors.IsNotFound(err)
+	}
+	if node.Annotations[leftLoadBalancer] == "true" {
+		return true
+	}
+	first, _ := r.leaveRequested.LoadOrStore(m.machine.UID, s.now)
+	if s.now.Sub(first.(time.Time)) > leaveLoadBalancerDeadline {
+		return true // a dead machine cannot answer
+	}
+	if node.Annotations[leaveLoadBalancer] != "true" {
+		before := node.DeepCopy()
+		if node.Annotations == nil {
+			node.Annotations = map[string]string{}
+		}
+		node.Annotations[leaveLoadBalancer] = "true"
+		if err := s.workload.Patch(ctx, node, client.MergeFrom(before)); err != nil {
+			return false
+		}
+	}
+	return false
+}
+
+// hookRetry is how soon to look again while a Machine waits at the hook.
+func (r *Reconciler) hookRetry(s *scope) time.Duration {
+	for _, m := range s.machines {
+		if !m.machine.DeletionTimestamp.IsZero() {
+			if _, ok := m.machine.Annotations[controlplanev1.PreTerminateHookCleanupAnnotation]; ok {
+				return time.Second
+			}
+		}
+	}
+	return 0
+}
