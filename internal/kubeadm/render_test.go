@@ -270,3 +270,38 @@ func TestJoinEndpoint(t *testing.T) {
 		t.Error(got)
 	}
 }
+
+// What RenderInit and RenderJoin write, the node's Parse reads back
+// without a warning, in both API versions.
+func TestRenderedFilesParse(t *testing.T) {
+	join := bootstrapv1.JoinConfiguration{Discovery: bootstrapv1.Discovery{BootstrapToken: bootstrapv1.BootstrapTokenDiscovery{
+		Token: "abcdef.0123456789abcdef", APIServerEndpoint: "127.0.0.1:1", CACertHashes: []string{"sha256:00"},
+	}}, ControlPlane: &bootstrapv1.JoinControlPlane{}}
+	for _, v := range []string{"v1.34.2", "v1.30.0"} {
+		out, err := RenderInit(fullCluster(), fullInit(), v, "c1", "127.0.0.1:40123", network)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs, err := Parse(out)
+		if err != nil {
+			t.Fatalf("%s init: %v", v, err)
+		}
+		if docs.Cluster == nil || docs.Init == nil || len(docs.Warnings) > 0 || len(docs.Ignored) > 0 {
+			t.Errorf("%s init: %+v", v, docs)
+		}
+		if docs.Cluster.ClusterName != "c1" || docs.Cluster.Networking.PodSubnet != "192.168.0.0/16,fd00::/56" {
+			t.Errorf("%s init: cluster %+v", v, docs.Cluster)
+		}
+		out, err = RenderJoin(join, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs, err = Parse(out)
+		if err != nil {
+			t.Fatalf("%s join: %v", v, err)
+		}
+		if docs.Join == nil || len(docs.Warnings) > 0 || docs.Join.Discovery.BootstrapToken == nil || docs.Join.ControlPlane == nil {
+			t.Errorf("%s join: %+v", v, docs)
+		}
+	}
+}
