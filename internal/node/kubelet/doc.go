@@ -1,0 +1,48 @@
+// Package kubelet is the simulated kubelet of a Capstan local machine: it
+// makes a machine process look like a real Kubernetes node to the workload
+// cluster's API server, so that Cluster API's controllers (Machine node
+// references, drain, MachineHealthCheck, KubeadmControlPlane's etcd and
+// control-plane checks) see what they would see on a cloud VM. It runs no
+// containers.
+//
+// Bootstrap performs the kubelet's TLS bootstrap: with the bootstrap token's
+// credentials it submits a CertificateSigningRequest for
+// system:node:<name> (signer kubernetes.io/kube-apiserver-client-kubelet),
+// waits for the cluster to approve and sign it, keeps the key pair in the
+// certificate directory and returns the node's own credentials. A pair
+// already there, for the same node and valid for more than a day, is reused.
+//
+// Run is the kubelet itself, acting with the node's credentials only, so it
+// stays within what the Node authorizer and the NodeRestriction admission
+// plugin let a real kubelet do:
+//
+//   - It registers the Node (or adopts an existing one, setting its
+//     providerID only if empty, since that field is immutable once set).
+//     Labels and taints are set at registration only, as a kubelet does.
+//     Labels a node may not set on itself (node-role.kubernetes.io/... and
+//     any other kubernetes.io or k8s.io label that is not a kubelet label)
+//     are applied afterwards with Options.LabelsClient, the way kubeadm's
+//     mark-control-plane phase applies them with administrator credentials;
+//     without LabelsClient they are tried with the node's own credentials,
+//     which only an API server without NodeRestriction accepts.
+//   - Heartbeats: the Lease kube-node-lease/<node> is renewed every
+//     HeartbeatInterval; the Node's conditions are re-written every four
+//     intervals, or at once when they differ from what the node reports.
+//     When Run's context ends the heartbeats stop and the Node stays: the
+//     node lifecycle controller marks it NotReady, as for a stopped VM.
+//   - Pods bound to the node "run" at once: their status becomes Running
+//     and Ready with an IP from the node's own /24 in 10.244.0.0/16 (the
+//     host's address for host-network pods). Containers never exit, so a
+//     pod with restartPolicy Never or OnFailure runs until deleted. A pod
+//     being deleted (including by eviction) is confirmed at once by a
+//     delete with grace period 0, preconditioned on its UID.
+//   - Static pods: each Options.StaticPods entry has a mirror Pod
+//     kube-system/<component>-<node>, owned by the Node, re-created when
+//     deleted, whose Ready condition follows the entry's Healthy check,
+//     re-evaluated every heartbeat.
+//   - Leaving the load balancer: when the Node is annotated
+//     capstan.dev/leave-load-balancer="true", Options.OnLeave runs and the
+//     node answers with capstan.dev/left-load-balancer="true".
+//
+// Every write is skipped when the object already says what it would write.
+package kubelet
