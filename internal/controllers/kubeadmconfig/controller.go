@@ -1,0 +1,243 @@
+package kubeadmconfig
+
+import (
+	"context"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	bootstrapv1 "capstan.dev/capstan/api/bootstrap/kubeadm/v1beta2"
+	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/patch"
+	"capstan.dev/capstan/internal/pause"
+)
+
+// DefaultTokenTTL is how long a generated bootstrap token lives without a
+// refresh: long enough for a machine to boot, short enough that a leaked
+// bootstrap data secret is soon useless.
+const DefaultTokenTTL = 15 * time.Minute
+
+// userErrorRetry is how soon a config with a problem only the user can fix
+// is looked at again (a fix to a referenced Secret sends no event here).
+const userErrorRetry = time.Minute
+
+// Workload is what the controller needs of the workload cluster cache
+// (*workload.ClusterCache): a client to create bootstrap tokens with.
+type Workload interface {
+	GetClient(ctx context.Context, cluster client.ObjectKey) (client.Client, error)
+}
+
+// Reconciler reconciles KubeadmConfigs.
+type Reconciler struct {
+	Client   client.Client
+	Workload Workload
+	Recorder events.EventRecorder
+
+	// TokenTTL is the lifetime of generated bootstrap tokens; DefaultTokenTTL when zero.
+	TokenTTL time.Duration
+}
+
+func (r *Reconciler) tokenTTL() time.Duration {
+	if r.TokenTTL > 0 {
+		return r.TokenTTL
+	}
+	return DefaultTokenTTL
+}
+
+// SetupWithManager registers the controller with watches on Machines (a
+// Node showing up ends token refreshes; a control-plane Machine going away
+// frees the init lock) and on Clusters (infrastructure, initialization and
+// pause decide what a config may do).
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&bootstrapv1.KubeadmConfig{}).
+		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineToConfigs),
+			builder.WithPredicates(predicate.Funcs{
+				CreateFunc:  func(event.CreateEvent) bool { return false },
+				GenericFunc: func(event.GenericEvent) bool { return false },
+				UpdateFunc:  machineChangeMatters,
+			})).
+		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToConfigs),
+			builder.WithPredicates(predicate.Funcs{UpdateFunc: clusterChangeMatters})).
+		WithOptions(opts).
+		Named("kubeadmconfig").
+		Complete(r)
+}
+
+// machineChangeMatters: a Node reference appearing (stop refreshing the
+// token) or deletion starting.
+func machineChangeMatters(e event.UpdateEvent) bool {
+	before, ok1 := e.ObjectOld.(*clusterv1.Machine)
+	after, ok2 := e.ObjectNew.(*clusterv1.Machine)
+	if !ok1 || !ok2 {
+		return true
+	}
+	return before.Status.NodeRef.Name != after.Status.NodeRef.Name ||
+		before.DeletionTimestamp.IsZero() != after.DeletionTimestamp.IsZero() ||
+		ptr.Deref(before.Spec.Bootstrap.DataSecretName, "") != ptr.Deref(after.Spec.Bootstrap.DataSecretName, "")
+}
+
+// clusterChangeMatters lets through what changes a config's decisions.
+func clusterChangeMatters(e event.UpdateEvent) bool {
+	before, ok1 := e.ObjectOld.(*clusterv1.Cluster)
+	after, ok2 := e.ObjectNew.(*clusterv1.Cluster)
+	if !ok1 || !ok2 {
+		return true
+	}
+	paused := func(c *clusterv1.Cluster) bool {
+		p, _ := pause.Check(c, c)
+		return p
+	}
+	return paused(before) != paused(after) ||
+		ptr.Deref(before.Status.Initialization.InfrastructureProvisioned, false) != ptr.Deref(after.Status.Initialization.InfrastructureProvisioned, false) ||
+		ptr.Deref(before.Status.Initialization.ControlPlaneInitialized, false) != ptr.Deref(after.Status.Initialization.ControlPlaneInitialized, false) ||
+		before.Spec.ControlPlaneEndpoint != after.Spec.ControlPlaneEndpoint
+}
+
+// machineToConfigs maps a Machine to its KubeadmConfig and, when a
+// control-plane Machine is deleted, to the configs of its cluster that may
+// be waiting for the init lock it held.
+func (r *Reconciler) machineToConfigs(ctx context.Context, obj client.Object) []reconcile.Request {
+	m, ok := obj.(*clusterv1.Machine)
+	if !ok {
+		return nil
+	}
+	var reqs []reconcile.Request
+	if ref := m.Spec.Bootstrap.ConfigRef; ref.Kind == "KubeadmConfig" && ref.Name != "" {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: m.Namespace, Name: ref.Name}})
+	}
+	if _, cp := m.Labels[clusterv1.MachineControlPlaneLabel]; cp && !m.DeletionTimestamp.IsZero() {
+		reqs = append(reqs, r.configsOf(ctx, m.Namespace, m.Spec.ClusterName)...)
+	}
+	return reqs
+}
+
+func (r *Reconciler) clusterToConfigs(ctx context.Context, obj client.Object) []reconcile.Request {
+	return r.configsOf(ctx, obj.GetNamespace(), obj.GetName())
+}
+
+// configsOf lists the configs of a cluster that have no data yet: the
+// others have nothing left to decide on a cluster change.
+func (r *Reconciler) configsOf(ctx context.Context, namespace, cluster string) []reconcile.Request {
+	list := &bootstrapv1.KubeadmConfigList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: cluster}); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		if list.Items[i].Status.DataSecretName == "" {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return reqs
+}
+
+// scope is what one reconcile learns about a config.
+type scope struct {
+	config  *bootstrapv1.KubeadmConfig
+	machine *clusterv1.Machine
+	cluster *clusterv1.Cluster
+	now     time.Time
+
+	paused bool
+	// waitReason/waitMessage say why the data secret does not exist yet.
+	waitReason, waitMessage string
+	dataErr                 error
+	// certs is the CertificatesAvailable condition when this reconcile decided it.
+	certs *certsState
+}
+
+type certsState struct {
+	ok      bool
+	reason  string
+	message string
+}
+
+func (s *scope) wait(reason, message string) {
+	s.waitReason, s.waitMessage = reason, message
+}
+
+// Reconcile brings one KubeadmConfig a step closer to having its bootstrap data.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	cfg := &bootstrapv1.KubeadmConfig{}
+	if err := r.Client.Get(ctx, req.NamespacedName, cfg); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	machine, err := r.owningMachine(ctx, cfg)
+	if err != nil || machine == nil {
+		// No owner yet: the Machine controller sets it, which wakes us.
+		return ctrl.Result{}, err
+	}
+	cluster := &clusterv1.Cluster{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cfg.Namespace, Name: machine.Spec.ClusterName}, cluster); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	helper, err := patch.NewHelper(cfg, r.Client)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	s := &scope{config: cfg, machine: machine, cluster: cluster, now: time.Now()}
+	defer func() {
+		if !s.paused {
+			summarize(s)
+		}
+		if err := helper.Patch(ctx, cfg); err != nil && !apierrors.IsNotFound(err) {
+			reterr = kerrors.NewAggregate([]error{reterr, err})
+		}
+	}()
+	if s.paused = pause.Reconcile(cluster, cfg); s.paused {
+		return ctrl.Result{}, nil
+	}
+	if !cfg.DeletionTimestamp.IsZero() {
+		// The data secret goes with the config through its owner reference.
+		return ctrl.Result{}, nil
+	}
+	requeue, err := r.reconcile(ctx, s)
+	if err != nil {
+		s.dataErr = err
+		if isUserError(err) {
+			// The conditions say what to fix; retrying fast would not help.
+			return ctrl.Result{RequeueAfter: userErrorRetry}, nil
+		}
+	}
+	return ctrl.Result{RequeueAfter: requeue}, err
+}
+
+var machineGroup = clusterv1.GroupVersion.Group
+
+// owningMachine is the Machine named by the config's owner references, or nil.
+func (r *Reconciler) owningMachine(ctx context.Context, cfg *bootstrapv1.KubeadmConfig) (*clusterv1.Machine, error) {
+	for _, ref := range cfg.OwnerReferences {
+		gv, err := schema.ParseGroupVersion(ref.APIVersion)
+		if err != nil || gv.Group != machineGroup || ref.Kind != clusterv1.MachineKind {
+			continue
+		}
+		m := &clusterv1.Machine{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cfg.Namespace, Name: ref.Name}, m); err != nil {
+			return nil, client.IgnoreNotFound(err)
+		}
+		return m, nil
+	}
+	return nil, nil
+}
+
+func (r *Reconciler) event(regarding *bootstrapv1.KubeadmConfig, eventType, reason, action, note string, args ...any) {
+	if r.Recorder != nil {
+		r.Recorder.Eventf(regarding, nil, eventType, reason, action, note, args...)
+	}
+}
