@@ -2,17 +2,12 @@ package mgmt
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"strconv"
-	"time"
 
-	"github.com/spf13/pflag"
-	utilerrors "k8s.io/apimachinery/pkg/util/errors"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	apiserverapp "k8s.io/kubernetes/cmd/kube-apiserver/app"
-	apiserveroptions "k8s.io/kubernetes/cmd/kube-apiserver/app/options"
+
+	"capstan.dev/capstan/internal/embedded"
 )
 
 // serviceAccountIssuer is the issuer of the service account tokens the plane
@@ -52,50 +47,5 @@ func apiServerArgs(dir StateDir, ports Ports) []string {
 // returns once it answers /readyz. The returned channel yields the server's
 // exit error (nil on a clean shutdown) after ctx is cancelled.
 func runAPIServer(ctx context.Context, dir StateDir, ports Ports, listener net.Listener, admin *rest.Config) (<-chan error, error) {
-	opts := apiserveroptions.NewServerRunOptions()
-	fs := pflag.NewFlagSet("kube-apiserver", pflag.ContinueOnError)
-	for _, set := range opts.Flags().FlagSets {
-		fs.AddFlagSet(set)
-	}
-	if err := fs.Parse(apiServerArgs(dir, ports)); err != nil {
-		return nil, fmt.Errorf("kube-apiserver flags: %w", err)
-	}
-	opts.SecureServing.Listener = listener
-	if err := opts.GenericServerRunOptions.ComponentGlobalsRegistry.Set(); err != nil {
-		return nil, fmt.Errorf("kube-apiserver feature gates: %w", err)
-	}
-	rest.SetDefaultWarningHandler(rest.NoWarnings{})
-	completed, err := opts.Complete(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("kube-apiserver options: %w", err)
-	}
-	if errs := completed.Validate(); len(errs) > 0 {
-		return nil, fmt.Errorf("kube-apiserver options: %w", utilerrors.NewAggregate(errs))
-	}
-
-	done := make(chan error, 1)
-	go func() { done <- apiserverapp.Run(ctx, completed) }()
-
-	client, err := kubernetes.NewForConfig(admin)
-	if err != nil {
-		return nil, err
-	}
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		var status int
-		res := client.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).StatusCode(&status)
-		if res.Error() == nil && status == 200 {
-			return done, nil
-		}
-		select {
-		case err := <-done:
-			return nil, fmt.Errorf("kube-apiserver stopped during start-up: %w", err)
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("kube-apiserver on port %d was not ready after 3 minutes: %v", ports.APIServer, res.Error())
-		}
-	}
+	return embedded.RunAPIServer(ctx, apiServerArgs(dir, ports), listener, admin)
 }
