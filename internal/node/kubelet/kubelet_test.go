@@ -497,4 +497,3 @@ func TestProviderIDConflict(t *testing.T) {
 		t.Fatalf("Run over another machine's Node: %v", err)
 	}
 }
-
