@@ -1,0 +1,287 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	localv1 "capstan.dev/capstan/api/infrastructure/local/v1beta2"
+	"capstan.dev/capstan/internal/conditions"
+	"capstan.dev/capstan/internal/patch"
+	"capstan.dev/capstan/internal/pause"
+	"capstan.dev/capstan/internal/providers/local/lb"
+	"capstan.dev/capstan/internal/providers/local/lockfile"
+)
+
+// How often to look again at a process that is starting or stopping; its
+// lock watcher usually wakes the controller sooner.
+const (
+	startingRecheck = 250 * time.Millisecond
+	stoppingRecheck = 250 * time.Millisecond
+	// A process that does not hold its lock this long after its start has
+	// failed to start.
+	startTimeout = 10 * time.Second
+)
+
+type clusterReconciler struct {
+	client  client.Client
+	layout  layout
+	binary  string
+	notify  *notifier
+	stopper *stopper
+
+	mu     sync.Mutex
+	starts map[types.NamespacedName]start
+}
+
+func (r *clusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	lc := &localv1.LocalCluster{}
+	if err := r.client.Get(ctx, req.NamespacedName, lc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	helper, err := patch.NewHelper(lc, r.client)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	clusterName := ownerName(lc, clusterv1.ClusterKind)
+	var cluster *clusterv1.Cluster
+	if clusterName != "" {
+		c := &clusterv1.Cluster{}
+		switch err := r.client.Get(ctx, types.NamespacedName{Namespace: lc.Namespace, Name: clusterName}, c); {
+		case err == nil:
+			cluster = c
+		case !apierrors.IsNotFound(err):
+			return ctrl.Result{}, err
+		}
+	}
+	if pause.Reconcile(cluster, lc) {
+		return ctrl.Result{}, helper.Patch(ctx, lc)
+	}
+	if !lc.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, lc, helper, clusterName)
+	}
+	if cluster == nil {
+		msg := "waiting for the Cluster that references this LocalCluster to own it"
+		if clusterName != "" {
+			msg = fmt.Sprintf("Cluster %s does not exist", clusterName)
+		}
+		setNotReady(lc, localv1.WaitingForClusterReason, msg)
+		return ctrl.Result{}, helper.Patch(ctx, lc)
+	}
+
+	// The finalizer and the chosen endpoint are written before anything
+	// exists on disk: a process must never outlive the record of it.
+	if !controllerutil.ContainsFinalizer(lc, localv1.LocalClusterFinalizer) || lc.Spec.ControlPlaneEndpoint.Port == 0 {
+		controllerutil.AddFinalizer(lc, localv1.LocalClusterFinalizer)
+		if lc.Spec.ControlPlaneEndpoint.Port == 0 {
+			port, err := freePort()
+			if err != nil {
+				return ctrl.Result{}, fmt.Errorf("choosing a port for the control-plane endpoint: %w", err)
+			}
+			if lc.Spec.ControlPlaneEndpoint.Host == "" {
+				lc.Spec.ControlPlaneEndpoint.Host = "127.0.0.1"
+			}
+			lc.Spec.ControlPlaneEndpoint.Port = port
+		}
+		// The update wakes this controller again.
+		return ctrl.Result{}, helper.Patch(ctx, lc)
+	}
+	if h := lc.Spec.ControlPlaneEndpoint.Host; h != "127.0.0.1" && h != "localhost" {
+		setNotReady(lc, "InvalidEndpoint", fmt.Sprintf("spec.controlPlaneEndpoint.host is %q, but the load balancer listens on 127.0.0.1 only: set host to 127.0.0.1 (or leave the endpoint empty) in a new LocalCluster", h))
+		return ctrl.Result{}, helper.Patch(ctx, lc)
+	}
+
+	res, err := r.reconcileLoadBalancer(ctx, lc, clusterName)
+	lc.Status.FailureDomains = nil
+	if len(lc.Spec.FailureDomains) > 0 {
+		lc.Status.FailureDomains = append([]clusterv1.FailureDomain(nil), lc.Spec.FailureDomains...)
+	}
+	if perr := helper.Patch(ctx, lc); perr != nil {
+		return ctrl.Result{}, errors.Join(err, perr)
+	}
+	return res, err
+}
+
+func (r *clusterReconciler) reconcileLoadBalancer(ctx context.Context, lc *localv1.LocalCluster, clusterName string) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	key := client.ObjectKeyFromObject(lc)
+	dir := r.layout.lb(lc.Namespace, clusterName)
+	machinesDir := r.layout.machines(lc.Namespace, clusterName)
+	lc.Status.LoadBalancer.Dir = dir
+	for _, d := range []string{dir, machinesDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	cfg := lb.Config{Port: lc.Spec.ControlPlaneEndpoint.Port, MachinesDir: machinesDir}
+	if current, err := lb.ReadConfig(dir); err != nil || current != cfg {
+		if err := lb.WriteConfig(dir, cfg); err != nil {
+			return ctrl.Result{}, fmt.Errorf("writing %s: %w", filepath.Join(dir, lb.ConfigFile), err)
+		}
+	}
+	lockPath := filepath.Join(dir, lb.LockFile)
+	held, err := lockfile.Held(lockPath)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !held {
+		lc.Status.LoadBalancer.Running = false
+		r.mu.Lock()
+		last, started := r.starts[key]
+		r.mu.Unlock()
+		if started && time.Since(last.at) < startTimeout {
+			if alive(last.pid) {
+				setLB(lc, metav1.ConditionFalse, localv1.ProcessStartingReason, "the load balancer is starting")
+				return ctrl.Result{RequeueAfter: startingRecheck}, nil
+			}
+			// It died at once (a port taken since it was chosen, a bad
+			// binary): try again later, not in a tight loop.
+			setLB(lc, metav1.ConditionFalse, localv1.ProcessExitedReason,
+				fmt.Sprintf("the load balancer exited right after it started; see %s", filepath.Join(dir, lb.LogFile)))
+			lc.Status.LoadBalancer.PID = 0
+			return ctrl.Result{RequeueAfter: startTimeout - time.Since(last.at)}, nil
+		}
+		// Not running: started for the first time, or restarted after it
+		// died. Unlike a machine, a load balancer holds no state; bringing
+		// it back is what a cloud load balancer would do.
+		pid, err := startDetached(r.binary, []string{"node", "lb", "--dir", dir}, dir, filepath.Join(dir, lb.LogFile))
+		if err != nil {
+			setLB(lc, metav1.ConditionFalse, localv1.StartFailedReason, err.Error())
+			return ctrl.Result{}, err
+		}
+		log.Info("Started the load balancer", "pid", pid, "port", cfg.Port)
+		r.mu.Lock()
+		r.starts[key] = start{pid: pid, at: time.Now()}
+		r.mu.Unlock()
+		lc.Status.LoadBalancer.PID = int32(pid)
+		setLB(lc, metav1.ConditionFalse, localv1.ProcessStartingReason, "the load balancer is starting")
+		return ctrl.Result{RequeueAfter: startingRecheck}, nil
+	}
+	// Running (started here, or found running by a restarted manager).
+	pid, err := lockfile.Holder(lockPath)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	lc.Status.LoadBalancer.PID = int32(pid)
+	lc.Status.LoadBalancer.Running = true
+	r.notify.watchLock(lockPath, r.notify.clusters, client.ObjectKeyFromObject(lc), localClusterStub)
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(int(cfg.Port)))
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		setLB(lc, metav1.ConditionFalse, localv1.WaitingForLoadBalancerReason, fmt.Sprintf("the load balancer does not listen on %s yet", addr))
+		return ctrl.Result{RequeueAfter: startingRecheck}, nil
+	}
+	conn.Close()
+	lc.Status.Initialization.Provisioned = ptr.To(true)
+	setLB(lc, metav1.ConditionTrue, localv1.ReadyReason, "")
+	return ctrl.Result{}, nil
+}
+
+func (r *clusterReconciler) reconcileDelete(ctx context.Context, lc *localv1.LocalCluster, helper *patch.Helper, clusterName string) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(lc, localv1.LocalClusterFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	dir := ""
+	if clusterName != "" {
+		dir = r.layout.cluster(lc.Namespace, clusterName)
+	} else if lc.Status.LoadBalancer.Dir != "" {
+		dir = filepath.Dir(lc.Status.LoadBalancer.Dir)
+	}
+	if dir != "" {
+		done, err := r.stopAll(dir)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if !done {
+			conditions.Set(lc, metav1.Condition{Type: localv1.ReadyCondition, Status: metav1.ConditionFalse, Reason: localv1.DeletingReason, Message: "stopping the load balancer"})
+			lc.Status.LoadBalancer.Running = false
+			return ctrl.Result{RequeueAfter: stoppingRecheck}, helper.Patch(ctx, lc)
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			return ctrl.Result{}, fmt.Errorf("removing %s: %w", dir, err)
+		}
+		// The namespace directory goes with its last cluster.
+		_ = os.Remove(filepath.Dir(dir))
+		ctrl.LoggerFrom(ctx).Info("Removed the local cluster's directory", "dir", dir)
+	}
+	r.mu.Lock()
+	delete(r.starts, client.ObjectKeyFromObject(lc))
+	r.mu.Unlock()
+	// Only the finalizer changes: the object goes once it is written.
+	fresh, err := patch.NewHelper(lc, r.client)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	controllerutil.RemoveFinalizer(lc, localv1.LocalClusterFinalizer)
+	return ctrl.Result{}, fresh.Patch(ctx, lc)
+}
+
+// stopAll stops the cluster's load balancer and, should any still run,
+// its machines (the core deletes Machines before the infrastructure
+// cluster, so normally there are none).
+func (r *clusterReconciler) stopAll(dir string) (bool, error) {
+	locks, _ := filepath.Glob(filepath.Join(dir, "machines", "*", nodeLockFile))
+	locks = append(locks, filepath.Join(dir, "lb", lb.LockFile))
+	all := true
+	for _, l := range locks {
+		done, err := r.stopper.stop(l)
+		if err != nil {
+			return false, err
+		}
+		all = all && done
+	}
+	for _, l := range locks {
+		if filepath.Base(l) == nodeLockFile {
+			r.notify.forgetMachine(filepath.Dir(l))
+		}
+	}
+	return all, nil
+}
+
+func setLB(lc *localv1.LocalCluster, status metav1.ConditionStatus, reason, msg string) {
+	conditions.Set(lc, metav1.Condition{Type: localv1.LoadBalancerReadyCondition, Status: status, Reason: reason, Message: msg})
+	if status == metav1.ConditionTrue {
+		conditions.Set(lc, metav1.Condition{Type: localv1.ReadyCondition, Status: status, Reason: localv1.ReadyReason})
+		return
+	}
+	conditions.Set(lc, metav1.Condition{Type: localv1.ReadyCondition, Status: status, Reason: reason, Message: msg})
+}
+
+func setNotReady(obj conditions.Setter, reason, msg string) {
+	conditions.Set(obj, metav1.Condition{Type: localv1.ReadyCondition, Status: metav1.ConditionFalse, Reason: reason, Message: msg})
+}
+
+// freePort asks the kernel for a loopback port nobody listens on.
+func freePort() (int32, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return int32(l.Addr().(*net.TCPAddr).Port), nil
+}
+
+// alive tells whether a process with pid exists.
+func alive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}

@@ -1,0 +1,382 @@
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	localv1 "capstan.dev/capstan/api/infrastructure/local/v1beta2"
+	"capstan.dev/capstan/internal/conditions"
+	"capstan.dev/capstan/internal/patch"
+	"capstan.dev/capstan/internal/pause"
+	"capstan.dev/capstan/internal/providers/local/lockfile"
+)
+
+type machineReconciler struct {
+	client  client.Client
+	layout  layout
+	binary  string
+	notify  *notifier
+	stopper *stopper
+
+	mu     sync.Mutex
+	starts map[types.NamespacedName]start
+}
+
+// clusterObjectToLocalMachines maps a Cluster or LocalCluster to the
+// LocalMachines of its cluster (labelled by the Machine controller).
+func (r *machineReconciler) clusterObjectToLocalMachines(ctx context.Context, obj client.Object) []reconcile.Request {
+	name := obj.GetName()
+	if _, ok := obj.(*localv1.LocalCluster); ok {
+		if name = ownerName(obj, clusterv1.ClusterKind); name == "" {
+			return nil
+		}
+	}
+	list := &localv1.LocalMachineList{}
+	if err := r.client.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{clusterv1.ClusterNameLabel: name}); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return reqs
+}
+
+func (r *machineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	lm := &localv1.LocalMachine{}
+	if err := r.client.Get(ctx, req.NamespacedName, lm); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	helper, err := patch.NewHelper(lm, r.client)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	var machine *clusterv1.Machine
+	if name := ownerName(lm, clusterv1.MachineKind); name != "" {
+		m := &clusterv1.Machine{}
+		switch err := r.client.Get(ctx, types.NamespacedName{Namespace: lm.Namespace, Name: name}, m); {
+		case err == nil:
+			machine = m
+		case !apierrors.IsNotFound(err):
+			return ctrl.Result{}, err
+		}
+	}
+	clusterName := lm.Labels[clusterv1.ClusterNameLabel]
+	if machine != nil {
+		clusterName = machine.Spec.ClusterName
+	}
+	var cluster *clusterv1.Cluster
+	if clusterName != "" {
+		c := &clusterv1.Cluster{}
+		switch err := r.client.Get(ctx, types.NamespacedName{Namespace: lm.Namespace, Name: clusterName}, c); {
+		case err == nil:
+			cluster = c
+		case !apierrors.IsNotFound(err):
+			return ctrl.Result{}, err
+		}
+	}
+	if pause.Reconcile(cluster, lm) {
+		return ctrl.Result{}, helper.Patch(ctx, lm)
+	}
+	if !lm.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, lm, helper, clusterName)
+	}
+	res, err := r.reconcileNormal(ctx, lm, helper, machine, cluster)
+	if perr := helper.Patch(ctx, lm); perr != nil {
+		return ctrl.Result{}, errors.Join(err, perr)
+	}
+	return res, err
+}
+
+func (r *machineReconciler) reconcileNormal(ctx context.Context, lm *localv1.LocalMachine, helper *patch.Helper, machine *clusterv1.Machine, cluster *clusterv1.Cluster) (ctrl.Result, error) {
+	if machine == nil {
+		setNotReady(lm, localv1.WaitingForMachineReason, "waiting for a Machine to own this LocalMachine")
+		return ctrl.Result{}, nil
+	}
+	if cluster == nil {
+		setNotReady(lm, localv1.WaitingForClusterReason, fmt.Sprintf("Cluster %q of Machine %s does not exist", machine.Spec.ClusterName, machine.Name))
+		return ctrl.Result{}, nil
+	}
+	// The finalizer is on record before a process exists.
+	if !controllerutil.ContainsFinalizer(lm, localv1.LocalMachineFinalizer) {
+		controllerutil.AddFinalizer(lm, localv1.LocalMachineFinalizer)
+		return ctrl.Result{}, helper.Patch(ctx, lm)
+	}
+	key := client.ObjectKeyFromObject(lm)
+	dir := r.layout.machine(lm.Namespace, cluster.Name, lm.Name)
+	lockPath := filepath.Join(dir, nodeLockFile)
+	startedBefore := ptr.Deref(lm.Status.Initialization.Provisioned, false) || exists(filepath.Join(dir, nodeLogFile))
+
+	if !startedBefore {
+		if ok, err := r.readyToStart(ctx, lm, machine, cluster); !ok || err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	providerID := "local://" + lm.Namespace + "/" + lm.Name
+	if lm.Spec.ProviderID == "" {
+		lm.Spec.ProviderID = providerID
+	}
+	failureDomain := machine.Spec.FailureDomain
+	if failureDomain == "" {
+		failureDomain = lm.Spec.FailureDomain
+	}
+	lm.Status.FailureDomain = failureDomain
+	lm.Status.Process.Dir = dir
+
+	if !startedBefore {
+		data, err := r.bootstrapData(ctx, lm, machine)
+		if errors.Is(err, errSecretMissing) {
+			return ctrl.Result{RequeueAfter: secretRecheck}, nil
+		}
+		if data == nil || err != nil {
+			return ctrl.Result{}, err
+		}
+		_, controlPlane := machine.Labels[clusterv1.MachineControlPlaneLabel]
+		cfg := MachineConfig{
+			Namespace: lm.Namespace, Cluster: cluster.Name, Machine: machine.Name,
+			Hostname: machine.Name, ProviderID: lm.Spec.ProviderID, Version: machine.Spec.Version,
+			ControlPlane: controlPlane, FailureDomain: failureDomain,
+		}
+		if err := writeMachineDir(dir, cfg, data); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if err := r.notify.watchMachine(dir, key); err != nil {
+		return ctrl.Result{}, fmt.Errorf("watching %s: %w", dir, err)
+	}
+
+	held, err := lockfile.Held(lockPath)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	var requeue time.Duration
+	if !held && !startedBefore {
+		pid, err := startDetached(r.binary, []string{"node", "run", "--dir", dir}, dir, filepath.Join(dir, nodeLogFile))
+		if err != nil {
+			setProcess(lm, metav1.ConditionFalse, localv1.StartFailedReason, err.Error())
+			return ctrl.Result{}, err
+		}
+		ctrl.LoggerFrom(ctx).Info("Started the machine", "pid", pid, "dir", dir)
+		r.mu.Lock()
+		r.starts[key] = start{pid: pid, at: time.Now()}
+		r.mu.Unlock()
+		lm.Status.Process.PID = int32(pid)
+	}
+	// Provisioned from the first start on, for good: a machine that dies
+	// later shows in the conditions.
+	lm.Status.Initialization.Provisioned = ptr.To(true)
+	lm.Status.Addresses = clusterv1.MachineAddresses{
+		{Type: "InternalIP", Address: "127.0.0.1"},
+		{Type: "Hostname", Address: machine.Name},
+		{Type: "InternalDNS", Address: machine.Name},
+	}
+
+	node, err := readNodeStatus(dir)
+	if err != nil {
+		// Written atomically, so a bad file is the node's bug; report it
+		// and carry on with what the lock says.
+		ctrl.LoggerFrom(ctx).Error(err, "Reading the machine's status.json", "dir", dir)
+		node = nil
+	}
+	p := &lm.Status.Process
+	switch {
+	case held:
+		pid, err := lockfile.Holder(lockPath)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		r.notify.watchLock(lockPath, r.notify.machines, key, localMachineStub)
+		p.PID = int32(pid)
+		p.Phase, p.Message = localv1.LocalMachinePhaseBooting, "the machine's process runs and has not reported yet"
+		if node != nil && node.Phase != "" {
+			p.Phase, p.Message = localv1.LocalMachinePhase(node.Phase), node.Message
+		}
+		setProcess(lm, metav1.ConditionTrue, localv1.ProcessRunningReason, "")
+	case r.starting(key):
+		p.Phase, p.Message = localv1.LocalMachinePhaseBooting, "the machine's process is starting"
+		setProcess(lm, metav1.ConditionFalse, localv1.ProcessStartingReason, p.Message)
+		requeue = startingRecheck
+	default:
+		last := ""
+		if node != nil && node.Phase != "" {
+			last = fmt.Sprintf(" (it last reported %s: %s)", node.Phase, node.Message)
+		}
+		p.PID = 0
+		p.Phase = localv1.LocalMachinePhaseExited
+		p.Message = fmt.Sprintf("the machine's process exited%s; see %s. A local machine is not restarted: delete its Machine (a MachineHealthCheck does) to replace it", last, filepath.Join(dir, nodeLogFile))
+		setProcess(lm, metav1.ConditionFalse, localv1.ProcessExitedReason, p.Message)
+	}
+	if node != nil {
+		if t, err := time.Parse(time.RFC3339, node.Since); err == nil {
+			p.Since = metav1.NewTime(t)
+		}
+		p.NodeName = node.NodeName
+		p.BootstrapComplete = node.Bootstrap.Complete
+		p.BootstrapSkipped = node.Bootstrap.Skipped
+		p.BootstrapFailed = node.Bootstrap.Failed
+	}
+	setBootstrap(lm, node)
+	setMachineReady(lm)
+	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// readyToStart tells whether everything a first start needs is there,
+// saying on lm what is missing otherwise.
+func (r *machineReconciler) readyToStart(ctx context.Context, lm *localv1.LocalMachine, machine *clusterv1.Machine, cluster *clusterv1.Cluster) (bool, error) {
+	if machine.Spec.Bootstrap.DataSecretName == nil || *machine.Spec.Bootstrap.DataSecretName == "" {
+		setNotReady(lm, localv1.WaitingForBootstrapReason, fmt.Sprintf("waiting for Machine %s's bootstrap data (spec.bootstrap.dataSecretName)", machine.Name))
+		return false, nil
+	}
+	if ref := cluster.Spec.InfrastructureRef; isLocalRef(ref, "LocalCluster") {
+		lc := &localv1.LocalCluster{}
+		err := r.client.Get(ctx, types.NamespacedName{Namespace: lm.Namespace, Name: ref.Name}, lc)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return false, err
+		}
+		if err != nil || !ptr.Deref(lc.Status.Initialization.Provisioned, false) {
+			setNotReady(lm, localv1.WaitingForClusterReason, fmt.Sprintf("waiting for LocalCluster %s to be provisioned (its load balancer to listen)", ref.Name))
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// bootstrapData reads the Machine's bootstrap Secret's value; nil without an
+// error means it is not there yet (said on lm).
+func (r *machineReconciler) bootstrapData(ctx context.Context, lm *localv1.LocalMachine, machine *clusterv1.Machine) ([]byte, error) {
+	name := *machine.Spec.Bootstrap.DataSecretName
+	s := &corev1.Secret{}
+	if err := r.client.Get(ctx, types.NamespacedName{Namespace: lm.Namespace, Name: name}, s); err != nil {
+		if apierrors.IsNotFound(err) {
+			setNotReady(lm, localv1.WaitingForBootstrapReason, fmt.Sprintf("bootstrap data Secret %s does not exist yet", name))
+			return nil, errSecretMissing
+		}
+		return nil, err
+	}
+	data, ok := s.Data["value"]
+	if !ok {
+		setNotReady(lm, localv1.WaitingForBootstrapReason, fmt.Sprintf("bootstrap data Secret %s has no key \"value\": the bootstrap provider writes the data there", name))
+		return nil, nil
+	}
+	return data, nil
+}
+
+// errSecretMissing: the Machine names its bootstrap Secret but it does not
+// exist yet. Secrets are not watched (the manager caches none), so the
+// controller looks again after secretRecheck.
+var errSecretMissing = errors.New("bootstrap data Secret missing")
+
+const secretRecheck = 2 * time.Second
+
+func writeMachineDir(dir string, cfg MachineConfig, bootstrap []byte) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	raw, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writeIfChanged(filepath.Join(dir, machineFile), append(raw, '\n'), 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", machineFile, err)
+	}
+	if err := writeIfChanged(filepath.Join(dir, bootstrapFile), bootstrap, 0o600); err != nil {
+		return fmt.Errorf("writing %s: %w", bootstrapFile, err)
+	}
+	return nil
+}
+
+// starting tells whether this manager started the machine's process
+// moments ago and it may not have taken its lock yet.
+func (r *machineReconciler) starting(key types.NamespacedName) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.starts[key]
+	return ok && time.Since(s.at) < startTimeout && alive(s.pid)
+}
+
+func (r *machineReconciler) reconcileDelete(ctx context.Context, lm *localv1.LocalMachine, helper *patch.Helper, clusterName string) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(lm, localv1.LocalMachineFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	dir := lm.Status.Process.Dir
+	if dir == "" && clusterName != "" {
+		dir = r.layout.machine(lm.Namespace, clusterName, lm.Name)
+	}
+	if dir != "" {
+		done, err := r.stopper.stop(filepath.Join(dir, nodeLockFile))
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if !done {
+			lm.Status.Process.Message = "stopping the machine's process"
+			conditions.Set(lm, metav1.Condition{Type: localv1.ReadyCondition, Status: metav1.ConditionFalse, Reason: localv1.DeletingReason, Message: "stopping the machine's process"})
+			return ctrl.Result{RequeueAfter: stoppingRecheck}, helper.Patch(ctx, lm)
+		}
+		r.notify.forgetMachine(dir)
+		if err := os.RemoveAll(dir); err != nil {
+			return ctrl.Result{}, fmt.Errorf("removing %s: %w", dir, err)
+		}
+		ctrl.LoggerFrom(ctx).Info("Removed the machine's directory", "dir", dir)
+	}
+	r.mu.Lock()
+	delete(r.starts, client.ObjectKeyFromObject(lm))
+	r.mu.Unlock()
+	fresh, err := patch.NewHelper(lm, r.client)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	controllerutil.RemoveFinalizer(lm, localv1.LocalMachineFinalizer)
+	return ctrl.Result{}, fresh.Patch(ctx, lm)
+}
+
+func setProcess(lm *localv1.LocalMachine, status metav1.ConditionStatus, reason, msg string) {
+	conditions.Set(lm, metav1.Condition{Type: localv1.ProcessRunningCondition, Status: status, Reason: reason, Message: msg})
+}
+
+func setBootstrap(lm *localv1.LocalMachine, node *NodeStatus) {
+	c := metav1.Condition{Type: localv1.BootstrapSucceededCondition, Status: metav1.ConditionFalse, Reason: localv1.BootstrappingReason, Message: "the machine has not finished its bootstrap data"}
+	switch {
+	case node == nil:
+	case node.Bootstrap.Failed != "":
+		c.Reason, c.Message = localv1.BootstrapFailedReason, node.Bootstrap.Failed
+	case node.Bootstrap.Complete:
+		c.Status, c.Reason, c.Message = metav1.ConditionTrue, localv1.BootstrapSucceededReason, ""
+		if n := len(node.Bootstrap.Skipped); n > 0 {
+			c.Message = fmt.Sprintf("%d steps a local machine cannot perform were skipped (status.process.bootstrapSkipped)", n)
+		}
+	}
+	conditions.Set(lm, c)
+}
+
+// setMachineReady: the infrastructure is ready while the process runs and
+// does not report failure; bootstrap progress is the Machine's business.
+func setMachineReady(lm *localv1.LocalMachine) {
+	p := lm.Status.Process
+	running := conditions.IsTrue(lm, localv1.ProcessRunningCondition)
+	switch {
+	case running && p.Phase == localv1.LocalMachinePhaseFailed:
+		setNotReady(lm, localv1.ProcessFailedReason, p.Message)
+	case running:
+		conditions.Set(lm, metav1.Condition{Type: localv1.ReadyCondition, Status: metav1.ConditionTrue, Reason: localv1.ReadyReason})
+	default:
+		c := conditions.Get(lm, localv1.ProcessRunningCondition)
+		setNotReady(lm, c.Reason, c.Message)
+	}
+}

@@ -1,0 +1,144 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	localv1 "capstan.dev/capstan/api/infrastructure/local/v1beta2"
+)
+
+// Options configure the local provider.
+type Options struct {
+	// Dir is the root directory of local machines and load balancers
+	// (<Dir>/<namespace>/<cluster>/...).
+	Dir string
+	// Binary is the capstan binary started as `node run` and `node lb`;
+	// empty means the running executable.
+	Binary string
+}
+
+// Controller names, as they appear in logs and metrics.
+const (
+	LocalClusterController = "localcluster"
+	LocalMachineController = "localmachine"
+)
+
+// Grace periods between SIGTERM and SIGKILL.
+const (
+	lbStopGrace      = 10 * time.Second
+	machineStopGrace = 30 * time.Second
+)
+
+// Setup registers the LocalCluster and LocalMachine controllers, and the
+// notifier that wakes them when processes change, with mgr.
+func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
+	if o.Dir == "" {
+		return errors.New("local provider: Options.Dir is empty: give the root directory for local machines (capstan manager --local-dir)")
+	}
+	root, err := filepath.Abs(o.Dir)
+	if err != nil {
+		return fmt.Errorf("local provider: directory %s: %w", o.Dir, err)
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return fmt.Errorf("local provider: creating %s: %w", root, err)
+	}
+	binary := o.Binary
+	if binary == "" {
+		if binary, err = os.Executable(); err != nil {
+			return fmt.Errorf("local provider: no capstan binary to start machines with: %w", err)
+		}
+	}
+	n, err := newNotifier(mgr.GetLogger().WithName("local-notifier"))
+	if err != nil {
+		return fmt.Errorf("local provider: watching machine directories: %w", err)
+	}
+	if err := mgr.Add(n); err != nil {
+		return err
+	}
+	l := layout{root: root}
+	clusters := &clusterReconciler{
+		client: mgr.GetClient(), layout: l, binary: binary, notify: n,
+		stopper: newStopper(lbStopGrace), starts: map[types.NamespacedName]start{},
+	}
+	err = ctrl.NewControllerManagedBy(mgr).
+		Named(LocalClusterController).
+		For(&localv1.LocalCluster{}).
+		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(clusterToLocalCluster)).
+		WatchesRawSource(source.Channel(n.clusters, &handler.EnqueueRequestForObject{})).
+		Complete(clusters)
+	if err != nil {
+		return err
+	}
+	machines := &machineReconciler{
+		client: mgr.GetClient(), layout: l, binary: binary, notify: n,
+		stopper: newStopper(machineStopGrace), starts: map[types.NamespacedName]start{},
+	}
+	toMachines := handler.EnqueueRequestsFromMapFunc(machines.clusterObjectToLocalMachines)
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(LocalMachineController).
+		For(&localv1.LocalMachine{}).
+		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(machineToLocalMachine)).
+		Watches(&localv1.LocalCluster{}, toMachines).
+		Watches(&clusterv1.Cluster{}, toMachines).
+		WatchesRawSource(source.Channel(n.machines, &handler.EnqueueRequestForObject{})).
+		Complete(machines)
+}
+
+func isLocalRef(ref clusterv1.ContractVersionedObjectReference, kind string) bool {
+	return ref.Kind == kind && ref.APIGroup == localv1.GroupVersion.Group && ref.Name != ""
+}
+
+func clusterToLocalCluster(_ context.Context, obj client.Object) []reconcile.Request {
+	c, ok := obj.(*clusterv1.Cluster)
+	if !ok || !isLocalRef(c.Spec.InfrastructureRef, "LocalCluster") {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: c.Namespace, Name: c.Spec.InfrastructureRef.Name}}}
+}
+
+func machineToLocalMachine(_ context.Context, obj client.Object) []reconcile.Request {
+	m, ok := obj.(*clusterv1.Machine)
+	if !ok || !isLocalRef(m.Spec.InfrastructureRef, "LocalMachine") {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: m.Namespace, Name: m.Spec.InfrastructureRef.Name}}}
+}
+
+// ownerName returns the name of obj's owner of the given core kind.
+func ownerName(obj metav1.Object, kind string) string {
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.Kind == kind && groupOf(ref.APIVersion) == clusterv1.GroupVersion.Group {
+			return ref.Name
+		}
+	}
+	return ""
+}
+
+func groupOf(apiVersion string) string {
+	for i := range apiVersion {
+		if apiVersion[i] == '/' {
+			return apiVersion[:i]
+		}
+	}
+	return ""
+}
+
+// start remembers when this manager started a process, to tell one that
+// has not taken its lock yet from one that died.
+type start struct {
+	pid int
+	at  time.Time
+}
