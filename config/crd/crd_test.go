@@ -30,6 +30,10 @@ var contractShape = map[string]struct {
 	"kubeadmconfigtemplates.bootstrap.cluster.x-k8s.io":          {},
 	"kubeadmcontrolplanes.controlplane.cluster.x-k8s.io":         {shortNames: []string{"kcp"}, scale: true},
 	"kubeadmcontrolplanetemplates.controlplane.cluster.x-k8s.io": {},
+	"localclusters.infrastructure.cluster.x-k8s.io":              {shortNames: []string{"lc"}},
+	"localclustertemplates.infrastructure.cluster.x-k8s.io":      {},
+	"localmachines.infrastructure.cluster.x-k8s.io":              {shortNames: []string{"lm"}},
+	"localmachinetemplates.infrastructure.cluster.x-k8s.io":      {},
 }
 
 func TestEmbeddedCRDsFollowTheContract(t *testing.T) {
@@ -112,10 +116,16 @@ func TestKubectlGetColumns(t *testing.T) {
 		"kubeadmconfigs":               {"Cluster", "Age"},
 		"kubeadmconfigtemplates":       {"Age"},
 		"kubeadmcontrolplanetemplates": {"Age"},
+		"localclusters":                {"Cluster", "Endpoint", "Provisioned", "Ready", "Age"},
+		"localmachines":                {"Cluster", "Machine", "Phase", "PID", "Ready", "Age"},
+		"localclustertemplates":        {"Age"},
+		"localmachinetemplates":        {"Age"},
 	}
 	group := map[string]string{
 		"kubeadmcontrolplanes": "controlplane.cluster.x-k8s.io", "kubeadmcontrolplanetemplates": "controlplane.cluster.x-k8s.io",
 		"kubeadmconfigs": "bootstrap.cluster.x-k8s.io", "kubeadmconfigtemplates": "bootstrap.cluster.x-k8s.io",
+		"localclusters": "infrastructure.cluster.x-k8s.io", "localmachines": "infrastructure.cluster.x-k8s.io",
+		"localclustertemplates": "infrastructure.cluster.x-k8s.io", "localmachinetemplates": "infrastructure.cluster.x-k8s.io",
 	}
 	rc, err := rest.UnversionedRESTClientFor(tableConfig())
 	if err != nil {
