@@ -98,16 +98,17 @@ func testLog(t *testing.T) logr.Logger {
 type node struct {
 	name   string
 	cancel context.CancelFunc
-	done   chan error
+	done   chan struct{} // closed when Run returned
+	err    error
 }
 
 func (n *node) stop(t *testing.T) {
 	t.Helper()
 	n.cancel()
 	select {
-	case err := <-n.done:
-		if err != nil {
-			t.Errorf("Run returned %v", err)
+	case <-n.done:
+		if n.err != nil {
+			t.Errorf("Run returned %v", n.err)
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("Run did not return after its context ended")
@@ -125,8 +126,8 @@ func start(t *testing.T, o kubelet.Options) *node {
 	}
 	o.Log = testLog(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	n := &node{name: o.NodeName, cancel: cancel, done: make(chan error, 1)}
-	go func() { n.done <- kubelet.Run(ctx, o) }()
+	n := &node{name: o.NodeName, cancel: cancel, done: make(chan struct{})}
+	go func() { n.err = kubelet.Run(ctx, o); close(n.done) }()
 	t.Cleanup(func() {
 		cancel()
 		select {
@@ -495,5 +496,99 @@ func TestProviderIDConflict(t *testing.T) {
 	err := kubelet.Run(runCtx, kubelet.Options{Config: nodeCredentials(t, name), NodeName: name, ProviderID: "local://" + ns + "/" + name, Log: logr.Discard()})
 	if err == nil || !strings.Contains(err.Error(), "local://elsewhere/other") || runCtx.Err() != nil {
 		t.Fatalf("Run over another machine's Node: %v", err)
+	}
+}
+
+// A restarted kubelet adopts its Node, keeps its pods as they are, never
+// gives their addresses away, and removes mirror pods of static pods it no
+// longer runs.
+func TestRestart(t *testing.T) {
+	ctx := context.Background()
+	c := admin(t)
+	ns := env.Namespace(t)
+	ensureServiceAccount(t, c, ns)
+	name := "n-" + ns
+	o := kubelet.Options{NodeName: name, ProviderID: "local://" + ns + "/" + name, KubeletVersion: "v1.34.2",
+		StaticPods: []kubelet.StaticPod{{Component: "kube-scheduler"}}}
+	first := start(t, o)
+
+	runningPod := func(podName string, hostNetwork bool) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: podName}, Spec: corev1.PodSpec{
+			NodeName: name, HostNetwork: hostNetwork, Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/app:1"}},
+		}}
+		if _, err := c.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		var pod *corev1.Pod
+		eventually(t, 20*time.Second, podName+" Running", func(ctx context.Context) (bool, string) {
+			p, err := c.CoreV1().Pods(ns).Get(ctx, podName, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			pod = p
+			return condition(p, corev1.PodReady) == corev1.ConditionTrue, string(p.Status.Phase)
+		})
+		return pod
+	}
+	a := runningPod("a", false)
+	host := runningPod("host", true)
+	if host.Status.PodIP != "127.0.0.1" {
+		t.Errorf("host-network pod IP %q, want the node's address", host.Status.PodIP)
+	}
+	eventually(t, 10*time.Second, "scheduler mirror pod", func(ctx context.Context) (bool, string) {
+		_, err := c.CoreV1().Pods(kubelet.MirrorPodNamespace).Get(ctx, "kube-scheduler-"+name, metav1.GetOptions{})
+		return err == nil, fmt.Sprint(err)
+	})
+	first.stop(t)
+	before, _ := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+
+	o.StaticPods = nil
+	start(t, o)
+	b := runningPod("b", false)
+	if b.Status.PodIP == a.Status.PodIP {
+		t.Errorf("pod b got a's address %s after a restart", a.Status.PodIP)
+	}
+	eventually(t, 10*time.Second, "orphaned mirror pod deleted", func(ctx context.Context) (bool, string) {
+		_, err := c.CoreV1().Pods(kubelet.MirrorPodNamespace).Get(ctx, "kube-scheduler-"+name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	if again, _ := c.CoreV1().Pods(ns).Get(ctx, "a", metav1.GetOptions{}); again.ResourceVersion != a.ResourceVersion {
+		t.Errorf("pod a rewritten after a restart: %+v", again.Status)
+	}
+	after, _ := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if after.UID != before.UID {
+		t.Error("the Node was re-created")
+	}
+	if r0, r1 := nodeCondition(before, corev1.NodeReady), nodeCondition(after, corev1.NodeReady); !r0.LastTransitionTime.Equal(&r1.LastTransitionTime) {
+		t.Errorf("Ready transition time moved across a restart: %v then %v", r0.LastTransitionTime, r1.LastTransitionTime)
+	}
+}
+
+// A deleted Node is not re-registered, nor its Lease re-created: the
+// machine is being removed.
+func TestNodeDeleted(t *testing.T) {
+	ctx := context.Background()
+	c := admin(t)
+	name := "n-" + env.Namespace(t)
+	start(t, kubelet.Options{NodeName: name, KubeletVersion: "v1.34.2"})
+	eventually(t, 20*time.Second, "Lease", func(ctx context.Context) (bool, string) {
+		_, err := c.CoordinationV1().Leases(kubelet.NodeLeaseNamespace).Get(ctx, name, metav1.GetOptions{})
+		return err == nil, fmt.Sprint(err)
+	})
+	if err := c.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The plane's garbage collector removes the Lease the Node owns; a
+	// kubelet that kept renewing would bring it back.
+	eventually(t, 20*time.Second, "Lease collected", func(ctx context.Context) (bool, string) {
+		_, err := c.CoordinationV1().Leases(kubelet.NodeLeaseNamespace).Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	time.Sleep(4 * interval)
+	if _, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("Node after deletion: %v", err)
+	}
+	if _, err := c.CoordinationV1().Leases(kubelet.NodeLeaseNamespace).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("Lease after the Node's deletion: %v", err)
 	}
 }

@@ -80,6 +80,16 @@ func (k *kubelet) leaseLoop(ctx context.Context) {
 	ticker := time.NewTicker(k.o.HeartbeatInterval)
 	defer ticker.Stop()
 	for {
+		// A deleted Node's Lease is garbage-collected with it; renewing
+		// would only re-create it for the collector to delete again.
+		if _, err := k.node(); apierrors.IsNotFound(err) {
+			select {
+			case <-ctx.Done():
+				return
+			case <-ticker.C:
+				continue
+			}
+		}
 		if err := k.lease.renew(ctx, time.Now()); err != nil && ctx.Err() == nil {
 			k.log.Error(err, "Lease renewal failed; will retry")
 			// Retry sooner than a full interval once: a single conflict
