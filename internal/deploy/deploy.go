@@ -70,6 +70,11 @@ func Objects(o Options) ([]client.Object, error) {
 			ObjectMeta: metav1.ObjectMeta{Name: ManagerName + "-core", Labels: map[string]string{AggregateToManagerLabel: "true"}},
 			Rules:      managerRules,
 		},
+		&rbacv1.ClusterRole{
+			TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "ClusterRole"),
+			ObjectMeta: metav1.ObjectMeta{Name: ManagerName + "-local-provider", Labels: map[string]string{AggregateToManagerLabel: "true"}},
+			Rules:      localProviderRules,
+		},
 		&rbacv1.ClusterRoleBinding{
 			TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
 			ObjectMeta: metav1.ObjectMeta{Name: ManagerName},
@@ -109,6 +114,20 @@ var managerRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "list", "watch"}},
 	{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
 	{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
+}
+
+// localProviderRules are the local infrastructure provider's rights: its
+// own kinds, aggregated into the manager's role like any provider's.
+var localProviderRules = []rbacv1.PolicyRule{
+	{
+		APIGroups: []string{"infrastructure.cluster.x-k8s.io"},
+		Resources: []string{
+			"localclusters", "localclusters/status", "localclusters/finalizers",
+			"localmachines", "localmachines/status", "localmachines/finalizers",
+			"localclustertemplates", "localmachinetemplates",
+		},
+		Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"},
+	},
 }
 
 func managerDeployment(o Options, labels map[string]string) *appsv1.Deployment {
