@@ -8,6 +8,7 @@ import (
 
 	"capstan.dev/capstan/internal/contract"
 	clustercontroller "capstan.dev/capstan/internal/controllers/cluster"
+	kubeadmconfigcontroller "capstan.dev/capstan/internal/controllers/kubeadmconfig"
 	kubeadmcontrolplanecontroller "capstan.dev/capstan/internal/controllers/kubeadmcontrolplane"
 	machinecontroller "capstan.dev/capstan/internal/controllers/machine"
 	machinedeploymentcontroller "capstan.dev/capstan/internal/controllers/machinedeployment"
@@ -66,6 +67,14 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Recorder: mgr.GetEventRecorder("machinehealthcheck-controller"),
 	}
 	if err := healthChecks.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.concurrency(MachineHealthCheckController)}); err != nil {
+		return err
+	}
+	bootstrapConfigs := &kubeadmconfigcontroller.Reconciler{
+		Client:   mgr.GetClient(),
+		Workload: workloads,
+		Recorder: mgr.GetEventRecorder("kubeadmconfig-controller"),
+	}
+	if err := bootstrapConfigs.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.concurrency(KubeadmConfigController)}); err != nil {
 		return err
 	}
 	controlPlanes := &kubeadmcontrolplanecontroller.Reconciler{

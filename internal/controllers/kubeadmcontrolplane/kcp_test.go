@@ -1,0 +1,288 @@
+package kubeadmcontrolplane_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	bootstrapv1 "capstan.dev/capstan/api/bootstrap/kubeadm/v1beta2"
+	controlplanev1 "capstan.dev/capstan/api/controlplane/kubeadm/v1beta2"
+	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/certs"
+	"capstan.dev/capstan/internal/conditions"
+	"capstan.dev/capstan/internal/manager"
+	"capstan.dev/capstan/test/fixture"
+	"capstan.dev/capstan/test/provider"
+)
+
+var planes *fixture.Planes
+
+func TestMain(m *testing.M) {
+	fixture.SetLogger()
+	ctx, cancel := context.WithCancel(context.Background())
+	code := func() int {
+		p, stop, err := fixture.StartPlanes(ctx)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer stop()
+		planes = p
+		if err := p.StartManager(ctx, manager.Options{}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		return m.Run()
+	}()
+	cancel()
+	os.Exit(code)
+}
+
+// createCluster makes a Cluster whose control plane is a
+// KubeadmControlPlane of the given size on the test provider, with the
+// workload plane as its workload cluster and the workload plane's own CA as
+// the cluster's etcd CA (a user-supplied secret), so the controller can talk
+// to a real etcd.
+func createCluster(t *testing.T, ns string, replicas int32) *controlplanev1.KubeadmControlPlane {
+	t.Helper()
+	ctx := context.Background()
+	c := planes.Mgmt.Client
+	kubeconfig, err := planes.WorkloadKubeconfigSecret(ns, "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pki := filepath.Join(planes.Workload.StateDir, "pki")
+	caCert, err := os.ReadFile(filepath.Join(pki, "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	caKey, err := os.ReadFile(filepath.Join(pki, "ca.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	etcdCA := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c-etcd", Labels: map[string]string{clusterv1.ClusterNameLabel: "c"}},
+		Type: certs.ClusterSecretType, Data: map[string][]byte{certs.CertKey: caCert, certs.KeyKey: caKey}}
+	infra := provider.InfraCluster.New(ns, "c", map[string]any{"controlPlaneEndpoint": map[string]any{"host": "127.0.0.1", "port": int64(6443)}})
+	kcp := &controlplanev1.KubeadmControlPlane{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c-cp"},
+		Spec: controlplanev1.KubeadmControlPlaneSpec{
+			Replicas: ptr.To(replicas),
+			Version:  "v1.35.0",
+			MachineTemplate: controlplanev1.KubeadmControlPlaneMachineTemplate{Spec: controlplanev1.KubeadmControlPlaneMachineTemplateSpec{
+				InfrastructureRef: provider.InfraMachineTemplate.Ref("cp"),
+			}},
+			KubeadmConfigSpec: bootstrapv1.KubeadmConfigSpec{
+				ClusterConfiguration: bootstrapv1.ClusterConfiguration{APIServer: bootstrapv1.APIServer{CertSANs: []string{"localhost"}}},
+			},
+		},
+	}
+	cluster := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}}
+	cluster.Spec.InfrastructureRef = provider.InfraCluster.Ref("c")
+	cluster.Spec.ControlPlaneRef = clusterv1.ContractVersionedObjectReference{APIGroup: controlplanev1.GroupVersion.Group, Kind: "KubeadmControlPlane", Name: "c-cp"}
+	for _, o := range []client.Object{kubeconfig, etcdCA, infra,
+		provider.InfraMachineTemplate.New(ns, "cp", map[string]any{"template": map[string]any{"spec": map[string]any{}}}),
+		kcp, cluster} {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatalf("creating %s: %v", o.GetName(), err)
+		}
+	}
+	if err := provider.SetStatus(ctx, c, infra, map[string]any{"initialization": map[string]any{"provisioned": true}}); err != nil {
+		t.Fatal(err)
+	}
+	return kcp
+}
+
+func controlPlaneMachines(t *testing.T, ns string) []clusterv1.Machine {
+	t.Helper()
+	list := &clusterv1.MachineList{}
+	if err := planes.Mgmt.Client.List(context.Background(), list, client.InNamespace(ns), client.MatchingLabels{clusterv1.MachineControlPlaneNameLabel: "c-cp"}); err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+func getKCP(t *testing.T, ns string) *controlplanev1.KubeadmControlPlane {
+	t.Helper()
+	kcp := &controlplanev1.KubeadmControlPlane{}
+	if err := planes.Mgmt.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "c-cp"}, kcp); err != nil {
+		t.Fatal(err)
+	}
+	return kcp
+}
+
+func conditionMessage(obj interface{ GetConditions() []metav1.Condition }, t string) string {
+	if c := conditions.Get(obj, t); c != nil {
+		return string(c.Status) + ": " + c.Message
+	}
+	return "<none>"
+}
+
+// TestInitJoinGatesAndDeletion follows a 3-machine control plane from
+// nothing: the certificates, one init Machine, no join until kubeadm init
+// has finished, no join while etcd has no member for the first Machine (the
+// controller reads the member list from a real etcd with a client
+// certificate it minted from the cluster's etcd CA), and deletion of the
+// whole control plane.
+func TestInitJoinGatesAndDeletion(t *testing.T) {
+	ns := planes.Mgmt.Namespace(t)
+	ctx := context.Background()
+	c := planes.Mgmt.Client
+	wl := planes.Workload.Client
+	createCluster(t, ns, 3)
+
+	fixture.Eventually(t, "certificates and kubeconfig", 30*time.Second, func() string {
+		for _, name := range []string{"c-ca", "c-proxy", "c-sa", "c-etcd", "c-kubeconfig"} {
+			s := &corev1.Secret{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, s); err != nil {
+				return name + ": " + err.Error()
+			}
+		}
+		return ""
+	})
+	etcd := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c-etcd"}, etcd); err != nil || len(etcd.OwnerReferences) != 0 {
+		t.Errorf("the user's etcd CA secret was taken over: owners %v, %v", etcd.OwnerReferences, err)
+	}
+
+	var first clusterv1.Machine
+	fixture.Eventually(t, "the init Machine", 30*time.Second, func() string {
+		ms := controlPlaneMachines(t, ns)
+		if len(ms) != 1 {
+			return fmt.Sprintf("%d Machines", len(ms))
+		}
+		first = ms[0]
+		return ""
+	})
+	if _, ok := first.Labels[clusterv1.MachineControlPlaneLabel]; !ok || first.Labels[clusterv1.ClusterNameLabel] != "c" || first.Spec.Version != "v1.35.0" {
+		t.Errorf("init Machine labels %v version %s", first.Labels, first.Spec.Version)
+	}
+	if _, ok := first.Annotations[controlplanev1.PreTerminateHookCleanupAnnotation]; !ok {
+		t.Error("init Machine has no pre-terminate hook")
+	}
+	var clusterCfg bootstrapv1.ClusterConfiguration
+	if err := json.Unmarshal([]byte(first.Annotations[controlplanev1.KubeadmClusterConfigurationAnnotation]), &clusterCfg); err != nil || len(clusterCfg.APIServer.CertSANs) != 1 {
+		t.Errorf("cluster configuration annotation: %v %v", clusterCfg, err)
+	}
+	cfg := &bootstrapv1.KubeadmConfig{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: first.Spec.Bootstrap.ConfigRef.Name}, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Spec.JoinConfiguration.ControlPlane != nil || len(cfg.Spec.ClusterConfiguration.APIServer.CertSANs) != 1 {
+		t.Errorf("init KubeadmConfig spec: %+v", cfg.Spec)
+	}
+
+	fixture.Consistently(t, "no join before kubeadm init finished", 3*time.Second, func() string {
+		if n := len(controlPlaneMachines(t, ns)); n != 1 {
+			return fmt.Sprintf("%d Machines", n)
+		}
+		if msg := conditionMessage(getKCP(t, ns), controlplanev1.KubeadmControlPlaneInitializedCondition); !strings.HasPrefix(msg, "False") {
+			return "Initialized " + msg
+		}
+		return ""
+	})
+
+	// kubeadm init leaves its ConfigMap, and the node's kubelet publishes
+	// the control-plane Pods; etcd's only member is named after the
+	// workload plane, not after the Machine's Node.
+	if err := wl.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kubeadm-config"}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	fixture.Eventually(t, "the first Machine's Node", 30*time.Second, func() string {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(&first), &first); err != nil {
+			return err.Error()
+		}
+		if first.Status.NodeRef.Name == "" {
+			return "no nodeRef"
+		}
+		return ""
+	})
+	ports := struct {
+		EtcdClient int `json:"etcdClient"`
+	}{}
+	raw, err := os.ReadFile(filepath.Join(planes.Workload.StateDir, "ports.json"))
+	if err != nil || json.Unmarshal(raw, &ports) != nil {
+		t.Fatalf("reading the workload plane's ports: %v", err)
+	}
+	for _, comp := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd"} {
+		mirrorPod(t, comp, first.Status.NodeRef.Name, fmt.Sprintf("https://127.0.0.1:%d", ports.EtcdClient))
+	}
+
+	fixture.Eventually(t, "initialized, and the join held back by etcd", 30*time.Second, func() string {
+		kcp := getKCP(t, ns)
+		if !ptr.Deref(kcp.Status.Initialization.ControlPlaneInitialized, false) {
+			return "not initialized: " + conditionMessage(kcp, controlplanev1.KubeadmControlPlaneInitializedCondition)
+		}
+		if msg := conditionMessage(kcp, controlplanev1.KubeadmControlPlaneEtcdClusterHealthyCondition); !strings.Contains(msg, "member capstan belongs to no Machine") {
+			return "EtcdClusterHealthy " + msg
+		}
+		if msg := conditionMessage(kcp, controlplanev1.KubeadmControlPlaneScalingUpCondition); !strings.Contains(msg, "scaling up from 1 to 3") || !strings.Contains(msg, "has no etcd member yet") {
+			return "ScalingUp " + msg
+		}
+		if msg := conditionMessage(kcp, controlplanev1.KubeadmControlPlaneControlPlaneComponentsHealthyCondition); !strings.HasPrefix(msg, "True") {
+			return "ControlPlaneComponentsHealthy " + msg
+		}
+		return ""
+	})
+	cluster := &clusterv1.Cluster{}
+	fixture.Eventually(t, "the Cluster reports its control plane initialized", 30*time.Second, func() string {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c"}, cluster); err != nil {
+			return err.Error()
+		}
+		if !ptr.Deref(cluster.Status.Initialization.ControlPlaneInitialized, false) {
+			return "not yet"
+		}
+		return ""
+	})
+	if n := len(controlPlaneMachines(t, ns)); n != 1 {
+		t.Fatalf("%d Machines although etcd has no member for the first", n)
+	}
+
+	if err := c.Delete(ctx, getKCP(t, ns)); err != nil {
+		t.Fatal(err)
+	}
+	fixture.Eventually(t, "control plane deleted with its Machines", time.Minute, func() string {
+		if n := len(controlPlaneMachines(t, ns)); n != 0 {
+			return fmt.Sprintf("%d Machines left", n)
+		}
+		kcp := &controlplanev1.KubeadmControlPlane{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c-cp"}, kcp); !apierrors.IsNotFound(err) {
+			return "KubeadmControlPlane still there: " + conditionMessage(kcp, controlplanev1.KubeadmControlPlaneDeletingCondition)
+		}
+		return ""
+	})
+}
+
+// mirrorPod publishes a healthy control-plane Pod for node in the workload
+// plane, as a kubelet does for static Pods.
+func mirrorPod(t *testing.T, component, node, etcdURL string) {
+	t.Helper()
+	ctx := context.Background()
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: component + "-" + node,
+			Labels:      map[string]string{"component": component, "tier": "control-plane"},
+			Annotations: map[string]string{"kubernetes.io/config.mirror": "test"}},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: component, Image: "registry.k8s.io/" + component}}},
+	}
+	if component == "etcd" {
+		p.Annotations["kubeadm.kubernetes.io/etcd.advertise-client-urls"] = etcdURL
+	}
+	if err := planes.Workload.Client.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	p.Status.Phase = corev1.PodRunning
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	if err := planes.Workload.Client.Status().Update(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+}
