@@ -196,7 +196,7 @@ func newMachine(t *testing.T, c *clusterv1.Cluster, name string, controlPlane bo
 
 func initSpec() bootstrapv1.KubeadmConfigSpec {
 	return bootstrapv1.KubeadmConfigSpec{
-		InitConfiguration: bootstrapv1.InitConfiguration{NodeRegistration: bootstrapv1.NodeRegistrationOptions{Name: "{{ ds.meta_data.local_hostname }}"}},
+		InitConfiguration:  bootstrapv1.InitConfiguration{NodeRegistration: bootstrapv1.NodeRegistrationOptions{Name: "{{ ds.meta_data.local_hostname }}"}},
 		PreKubeadmCommands: []string{"echo pre"},
 	}
 }
