@@ -24,7 +24,8 @@
 //     are applied afterwards with Options.LabelsClient, the way kubeadm's
 //     mark-control-plane phase applies them with administrator credentials;
 //     without LabelsClient they are tried with the node's own credentials,
-//     which only an API server without NodeRestriction accepts.
+//     which only an API server without NodeRestriction accepts (refused,
+//     they are left out with one logged error, as the refusal is final).
 //   - Heartbeats: the Lease kube-node-lease/<node> is renewed every
 //     HeartbeatInterval; the Node's conditions are re-written every four
 //     intervals, or at once when they differ from what the node reports.

@@ -40,7 +40,6 @@ const (
 	annotationConfigMirror = "kubernetes.io/config.mirror"
 	annotationConfigSource = "kubernetes.io/config.source"
 	annotationConfigHash   = "kubernetes.io/config.hash"
-	annotationConfigSeen   = "kubernetes.io/config.seen"
 )
 
 // DefaultHeartbeatInterval is the Lease renewal period when

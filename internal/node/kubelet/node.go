@@ -192,8 +192,15 @@ func (k *kubelet) applyPendingLabels(ctx context.Context) {
 		values[key] = value
 	}
 	_, err := k.patchNode(ctx, k.labels, map[string]any{"metadata": map[string]any{"labels": values}}, "")
+	if err != nil && apierrors.IsForbidden(err) && k.o.LabelsClient == nil {
+		// The API server's label policy refuses them to the node, and will
+		// keep refusing: say so once instead of every heartbeat.
+		k.log.Error(err, "The API server does not let a node set these labels on itself; they are left out (give kubelet Options.LabelsClient credentials allowed to label Nodes)", "labels", keys(labels))
+		k.setPendingLabels(nil)
+		return
+	}
 	if err != nil {
-		k.log.Error(err, "Setting labels a node may not set on itself failed; will retry (set kubelet Options.LabelsClient to credentials allowed to label Nodes)", "labels", keys(labels))
+		k.log.Error(err, "Setting labels a node may not set on itself failed; will retry", "labels", keys(labels))
 		return
 	}
 	k.log.Info("Set restricted Node labels", "labels", keys(labels))
