@@ -89,8 +89,11 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (time.Duration, er
 			s.wait(WaitingForControlPlaneInitializationReason, fmt.Sprintf("waiting for the control plane of Cluster %s to be initialized before this worker joins", c.Name))
 			return 0, nil
 		}
+		// A control plane Machine inits when its config says init, or says
+		// neither; one that only says join (KubeadmControlPlane's second and
+		// later Machines) waits to join.
 		spec := &cfg.Spec
-		if spec.JoinConfiguration.IsDefined() && !spec.InitConfiguration.IsDefined() && !spec.ClusterConfiguration.IsDefined() {
+		if spec.JoinConfiguration.IsDefined() && !spec.InitConfiguration.IsDefined() {
 			s.wait(WaitingForControlPlaneInitializationReason, fmt.Sprintf("waiting for the control plane of Cluster %s to be initialized before this control plane machine joins it", c.Name))
 			return 0, nil
 		}
