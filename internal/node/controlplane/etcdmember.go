@@ -31,7 +31,10 @@ func AddEtcdMember(ctx context.Context, pkiDir string, clientURLs []string, name
 
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	list, err := cli.MemberList(ctx)
+	// Serializable: right after MemberAdd the cluster has lost its quorum
+	// until the new member starts, and a retried join must still be able
+	// to see its own member.
+	list, err := cli.MemberList(ctx, clientv3.WithSerializable())
 	if err != nil {
 		return "", fmt.Errorf("listing etcd members at %s: %w", strings.Join(clientURLs, ","), err)
 	}

@@ -145,7 +145,10 @@ func (c *Config) ensureLeaves(p pki, now time.Time) error {
 // current reports whether kp can stay: signed by ca, valid for a while, and
 // carrying every name and address req asks for.
 func current(kp, ca *certs.KeyPair, req certs.Request, now time.Time) bool {
-	if !kp.ValidFor(now, renewBefore) || !bytes.Equal(kp.Cert.RawIssuer, ca.Cert.RawSubject) {
+	// A leaf cannot outlive its CA: one that lasts as long as the CA is as
+	// good as a new one would be.
+	lastsAsCA := !kp.Cert.NotAfter.Before(ca.Cert.NotAfter) && kp.ValidFor(now, 0)
+	if !(kp.ValidFor(now, renewBefore) || lastsAsCA) || !bytes.Equal(kp.Cert.RawIssuer, ca.Cert.RawSubject) {
 		return false
 	}
 	if err := kp.Cert.CheckSignatureFrom(ca.Cert); err != nil {
