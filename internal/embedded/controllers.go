@@ -113,12 +113,16 @@ var controllers = map[string]controller{
 		if err != nil {
 			return nil, err
 		}
-		return func(ctx context.Context) { c.Run(ctx, int(b.config.ComponentConfig.DeploymentController.ConcurrentDeploymentSyncs)) }, nil
+		return func(ctx context.Context) {
+			c.Run(ctx, int(b.config.ComponentConfig.DeploymentController.ConcurrentDeploymentSyncs))
+		}, nil
 	}},
 	names.ReplicaSetController: {aliases: []string{"replicaset"}, client: "replicaset-controller", build: func(ctx context.Context, b *builder) (func(context.Context), error) {
 		c := replicaset.NewReplicaSetController(ctx, b.informers.Apps().V1().ReplicaSets(),
 			b.informers.Core().V1().Pods(), b.client, replicaset.BurstReplicas)
-		return func(ctx context.Context) { c.Run(ctx, int(b.config.ComponentConfig.ReplicaSetController.ConcurrentRSSyncs)) }, nil
+		return func(ctx context.Context) {
+			c.Run(ctx, int(b.config.ComponentConfig.ReplicaSetController.ConcurrentRSSyncs))
+		}, nil
 	}},
 	names.NodeLifecycleController: {aliases: []string{"nodelifecycle"}, client: "node-controller", build: func(ctx context.Context, b *builder) (func(context.Context), error) {
 		nl := b.config.ComponentConfig.NodeLifecycleController
