@@ -14,7 +14,6 @@ import (
 )
 
 func TestRunnerRecognisesCommands(t *testing.T) {
-	type call struct{ sub, path string }
 	cases := []struct {
 		name        string
 		cmd         cloudinit.RunCommand
@@ -36,7 +35,7 @@ func TestRunnerRecognisesCommands(t *testing.T) {
 			cmd:   cloudinit.RunCommand{Argv: []string{"echo", "a", ">", "b"}},
 			files: map[string]string{}},
 		{name: "harmless forms",
-			cmd: cloudinit.RunCommand{Shell: `mkdir -p /etc/x/y && touch /etc/x/t && echo "hello  world" >> /etc/x/y/f && echo -n 'again' >> /etc/x/y/f && true && :`},
+			cmd:   cloudinit.RunCommand{Shell: `mkdir -p /etc/x/y && touch /etc/x/t && echo "hello  world" >> /etc/x/y/f && echo -n 'again' >> /etc/x/y/f && true && :`},
 			files: map[string]string{"/etc/x/t": "", "/etc/x/y/f": "hello  world\nagain"}},
 		{name: "apt", cmd: cloudinit.RunCommand{Shell: "apt-get install -y jq"}, unsupported: "apt-get is not run"},
 		{name: "nothing runs before an unsupported part",
