@@ -404,6 +404,16 @@ func TestLocalMachineLifecycle(t *testing.T) {
 	if n := startLines(t, dir); n != 1 {
 		t.Fatalf("the machine was started %d times, want once", n)
 	}
+	lbPID := lc.Status.LoadBalancer.PID
+	eventually(t, "load balancer adopted", func(ctx context.Context) string {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(lc), lc); err != nil {
+			return err.Error()
+		}
+		if lc.Status.LoadBalancer.PID != lbPID || !alive(lbPID) {
+			return fmt.Sprintf("load balancer %+v, want the adopted %d", lc.Status.LoadBalancer, lbPID)
+		}
+		return ""
+	})
 
 	// A machine whose process dies stays dead, and says so.
 	if err := syscall.Kill(int(pid), syscall.SIGKILL); err != nil {
@@ -442,7 +452,6 @@ func TestLocalMachineLifecycle(t *testing.T) {
 		t.Errorf("machine directory left behind: %v", err)
 	}
 
-	lbPID := lc.Status.LoadBalancer.PID
 	deleteAndWaitGone(t, lc)
 	if alive(lbPID) {
 		t.Errorf("load balancer %d still runs", lbPID)

@@ -173,7 +173,11 @@ func (r *clusterReconciler) reconcileLoadBalancer(ctx context.Context, lc *local
 		setLB(lc, metav1.ConditionFalse, localv1.ProcessStartingReason, "the load balancer is starting")
 		return ctrl.Result{RequeueAfter: startingRecheck}, nil
 	}
-	// Running (started here, or found running by a restarted manager).
+	// Running (started here, or found running by a restarted manager). A
+	// start that got this far succeeded: a later death restarts at once.
+	r.mu.Lock()
+	delete(r.starts, key)
+	r.mu.Unlock()
 	pid, err := lockfile.Holder(lockPath)
 	if err != nil {
 		return ctrl.Result{}, err

@@ -126,6 +126,7 @@ func (r *machineReconciler) reconcileNormal(ctx context.Context, lm *localv1.Loc
 
 	if !startedBefore {
 		if ok, err := r.readyToStart(ctx, lm, machine, cluster); !ok || err != nil {
+			pending(lm)
 			return ctrl.Result{}, err
 		}
 	}
@@ -143,9 +144,11 @@ func (r *machineReconciler) reconcileNormal(ctx context.Context, lm *localv1.Loc
 	if !startedBefore {
 		data, err := r.bootstrapData(ctx, lm, machine)
 		if errors.Is(err, errSecretMissing) {
+			pending(lm)
 			return ctrl.Result{RequeueAfter: secretRecheck}, nil
 		}
 		if data == nil || err != nil {
+			pending(lm)
 			return ctrl.Result{}, err
 		}
 		_, controlPlane := machine.Labels[clusterv1.MachineControlPlaneLabel]
@@ -203,6 +206,9 @@ func (r *machineReconciler) reconcileNormal(ctx context.Context, lm *localv1.Loc
 			return ctrl.Result{}, err
 		}
 		r.notify.watchLock(lockPath, r.notify.machines, key, localMachineStub)
+		r.mu.Lock()
+		delete(r.starts, key)
+		r.mu.Unlock()
 		p.PID = int32(pid)
 		p.Phase, p.Message = localv1.LocalMachinePhaseBooting, "the machine's process runs and has not reported yet"
 		if node != nil && node.Phase != "" {
@@ -344,6 +350,14 @@ func (r *machineReconciler) reconcileDelete(ctx context.Context, lm *localv1.Loc
 	}
 	controllerutil.RemoveFinalizer(lm, localv1.LocalMachineFinalizer)
 	return ctrl.Result{}, fresh.Patch(ctx, lm)
+}
+
+// pending says on lm's process status why it has not been started yet.
+func pending(lm *localv1.LocalMachine) {
+	lm.Status.Process.Phase = localv1.LocalMachinePhasePending
+	if c := conditions.Get(lm, localv1.ReadyCondition); c != nil {
+		lm.Status.Process.Message = c.Message
+	}
 }
 
 func setProcess(lm *localv1.LocalMachine, status metav1.ConditionStatus, reason, msg string) {

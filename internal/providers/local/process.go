@@ -27,6 +27,9 @@ func startDetached(binary string, args []string, dir, logPath string) (int, erro
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
+		// The log's existence means "started once": it must not outlive a
+		// start that never happened.
+		_ = os.Remove(logPath)
 		return 0, fmt.Errorf("starting %s: %w", binary, err)
 	}
 	// Reap it when it exits while this manager runs; after a manager

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // ErrHeld says another process holds the lock.
@@ -22,20 +23,34 @@ var ErrHeld = errors.New("lock is held by another process")
 // Lock is an exclusive lock held by this process.
 type Lock struct{ f *os.File }
 
+// acquireRetry is how long Acquire keeps trying: an observer's shared test
+// lock lasts microseconds, a running holder forever.
+const acquireRetry = 500 * time.Millisecond
+
 // Acquire takes the exclusive lock on path, creating the file, and writes
 // this process's pid into it (for humans; observers use /proc/locks). It
-// fails with ErrHeld when another process holds the lock.
+// fails with ErrHeld when another process holds the lock; it retries for a
+// moment first, since an observer testing the lock holds it shared briefly.
 func Acquire(path string) (*Lock, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
+	deadline := time.Now().Add(acquireRetry)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("locking %s: %w", path, err)
+		}
+		if time.Now().After(deadline) {
+			f.Close()
 			return nil, fmt.Errorf("%s: %w", path, ErrHeld)
 		}
-		return nil, fmt.Errorf("locking %s: %w", path, err)
+		time.Sleep(5 * time.Millisecond)
 	}
 	if err := f.Truncate(0); err == nil {
 		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)

@@ -8,7 +8,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -59,17 +58,9 @@ func run(ctx context.Context, dir string) error {
 	if _, err := os.Stat(filepath.Join(dir, "bootstrap-data")); err != nil {
 		return err
 	}
-	// The manager tests the lock with a brief shared flock; retry through it.
-	var lock *lockfile.Lock
-	for i := 0; ; i++ {
-		lock, err = lockfile.Acquire(filepath.Join(dir, "node.lock"))
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, lockfile.ErrHeld) || i > 100 {
-			return err
-		}
-		time.Sleep(10 * time.Millisecond)
+	lock, err := lockfile.Acquire(filepath.Join(dir, "node.lock"))
+	if err != nil {
+		return err
 	}
 	defer lock.Release()
 	status := map[string]any{
