@@ -62,6 +62,6 @@ func newRoot() *cobra.Command {
 	klog.InitFlags(klogFlags)
 	root.PersistentFlags().AddGoFlag(klogFlags.Lookup("v"))
 
-	root.AddCommand(newUpCommand(g), newDownCommand(g), newStatusCommand(g), newManagerCommand(), newVersionCommand(), newNodeCommand())
+	root.AddCommand(newUpCommand(g), newDownCommand(g), newStatusCommand(g), newManagerCommand(), newVersionCommand(), newNodeCommand(), newGenerateCommand())
 	return root
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -30,6 +31,11 @@ type upOptions struct {
 	timeout     time.Duration
 	notifyFD    int
 	controllers bool
+	// cluster, when set, is a workload cluster to create once the plane is
+	// ready, from the template options.
+	cluster        string
+	clusterTimeout time.Duration
+	template       clusterTemplateOptions
 }
 
 func newUpCommand(g *globals) *cobra.Command {
@@ -53,6 +59,9 @@ once the plane is ready and returns the shell; --foreground keeps it attached
 	cmd.Flags().IntVar(&o.apiPort, "api-port", 0, "loopback port for the API server (default: chosen on first start, then remembered)")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long to wait for the plane to become ready")
 	cmd.Flags().BoolVar(&o.controllers, "controllers", true, "run Capstan's controllers in this process; turn off when a separate `capstan manager` runs them")
+	cmd.Flags().StringVar(&o.cluster, "cluster", "", "also create a workload cluster of this name on the local provider and wait until its nodes are Ready")
+	cmd.Flags().DurationVar(&o.clusterTimeout, "cluster-timeout", 10*time.Minute, "how long to wait for the --cluster workload cluster")
+	o.template.addFlags(cmd)
 	cmd.Flags().IntVar(&o.notifyFD, "notify-fd", 0, "file descriptor to report readiness on (used by the detaching parent)")
 	_ = cmd.Flags().MarkHidden("notify-fd")
 	return cmd
@@ -84,6 +93,13 @@ func runForeground(cmd *cobra.Command, dir mgmt.StateDir, o *upOptions) error {
 		notify.Close()
 	} else {
 		printReady(cmd.OutOrStdout(), dir, plane.Admin.Host, os.Getpid(), "Press Ctrl-C to stop it.")
+		if o.cluster != "" {
+			go func() {
+				if err := o.createCluster(ctx, cmd.OutOrStdout(), dir); err != nil {
+					fmt.Fprintln(cmd.ErrOrStderr(), "Error:", err)
+				}
+			}()
+		}
 	}
 
 	// The API is ready for the user now; the controllers start behind it
@@ -129,6 +145,10 @@ func runDetached(cmd *cobra.Command, dir mgmt.StateDir, o *upOptions) error {
 		if ri, err := dir.ReadRunInfo(); err == nil && ri.PID == pid {
 			fmt.Fprintf(out, "Capstan is already running (pid %d, since %s).\n", pid, ri.Since.Format(time.RFC3339))
 			printReady(out, dir, ri.Server, pid, "")
+			if o.cluster != "" {
+				fmt.Fprintln(out)
+				return o.createCluster(cmd.Context(), out, dir)
+			}
 			return nil
 		}
 		return &mgmt.InUseError{Dir: dir, PID: pid}
@@ -181,6 +201,10 @@ func runDetached(cmd *cobra.Command, dir mgmt.StateDir, o *upOptions) error {
 		}
 		fmt.Fprintf(out, "Capstan management plane is up in %.1fs.\n", time.Since(started).Seconds())
 		printReady(out, dir, ri.Server, ri.PID, "Stop it with: capstan down"+stateDirFlag(dir))
+		if o.cluster != "" {
+			fmt.Fprintln(out)
+			return o.createCluster(cmd.Context(), out, dir)
+		}
 		return nil
 	case strings.HasPrefix(line, "error "):
 		_ = child.Wait()
@@ -235,4 +259,19 @@ func tailFile(path string, lines int) string {
 		parts = parts[len(parts)-lines:]
 	}
 	return string(bytes.Join(parts, []byte("\n")))
+}
+
+// createCluster creates the --cluster workload cluster through the plane's
+// admin kubeconfig.
+func (o *upOptions) createCluster(ctx context.Context, out io.Writer, dir mgmt.StateDir) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", dir.KubeconfigPath())
+	if err != nil {
+		return fmt.Errorf("reading the management plane's kubeconfig: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.clusterTimeout)
+	defer cancel()
+	return createWorkloadCluster(ctx, out, cfg, dir, o.cluster, &o.template)
 }

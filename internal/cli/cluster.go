@@ -1,0 +1,208 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/duration"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/mgmt"
+	"capstan.dev/capstan/internal/scheme"
+)
+
+// fieldOwner is the field manager of what the command line applies.
+const fieldOwner = "capstan-cli"
+
+// applyManifests server-side applies every document of a multi-document
+// YAML manifest.
+func applyManifests(ctx context.Context, c client.Client, manifest string) error {
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(manifest), 4096)
+	for {
+		obj := &unstructured.Unstructured{}
+		if err := dec.Decode(&obj.Object); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return fmt.Errorf("reading the manifest: %w", err)
+		}
+		if len(obj.Object) == 0 {
+			continue
+		}
+		if err := c.Patch(ctx, obj, client.Apply, client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
+			return fmt.Errorf("applying %s %s: %w", obj.GetKind(), obj.GetName(), err)
+		}
+	}
+}
+
+// createWorkloadCluster applies a cluster from the template options to the
+// management plane, waits until all its Machines run and all its Nodes are
+// Ready, saying what it waits for as it goes, writes the cluster's
+// kubeconfig into the state directory and shows the Nodes.
+func createWorkloadCluster(ctx context.Context, out io.Writer, cfg *rest.Config, dir mgmt.StateDir, name string, o *clusterTemplateOptions) error {
+	manifest, err := o.render(name)
+	if err != nil {
+		return err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return err
+	}
+	if err := applyManifests(ctx, c, manifest); err != nil {
+		return err
+	}
+	want := o.controlPlanes + o.workers
+	fmt.Fprintf(out, "Creating cluster %s/%s on the local provider: %d control-plane and %d worker machines.\n", o.namespace, name, o.controlPlanes, o.workers)
+	started := time.Now()
+	last := ""
+	report := func(s string) {
+		if s != last {
+			fmt.Fprintf(out, "  [%5.1fs] %s\n", time.Since(started).Seconds(), s)
+			last = s
+		}
+	}
+	var kubeconfig []byte
+	var nodes []corev1.Node
+	for {
+		done, status, kc, ns := clusterProgress(ctx, c, o.namespace, name, want)
+		report(status)
+		if done {
+			kubeconfig, nodes = kc, ns
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster %s is not ready: %s (inspect it with: kubectl get clusters,machines,localmachines -n %s)", name, last, o.namespace)
+		case <-time.After(time.Second):
+		}
+	}
+	path := filepath.Join(string(dir), name+".kubeconfig")
+	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
+		return fmt.Errorf("writing the cluster's kubeconfig: %w", err)
+	}
+	fmt.Fprintf(out, "Cluster %s is ready in %.1fs. Its nodes:\n\n", name, time.Since(started).Seconds())
+	printNodes(out, nodes)
+	fmt.Fprintf(out, "\nUse it with:\n  kubectl --kubeconfig %s get nodes\n", path)
+	return nil
+}
+
+// clusterProgress says how far the cluster has come; once every Machine is
+// Running and every Node Ready it returns the kubeconfig and the Nodes.
+func clusterProgress(ctx context.Context, c client.Client, namespace, name string, want int) (bool, string, []byte, []corev1.Node) {
+	cluster := &clusterv1.Cluster{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, cluster); err != nil {
+		return false, "reading the Cluster: " + err.Error(), nil, nil
+	}
+	machines := &clusterv1.MachineList{}
+	if err := c.List(ctx, machines, client.InNamespace(namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: name}); err != nil {
+		return false, "listing Machines: " + err.Error(), nil, nil
+	}
+	phases := map[string]int{}
+	running := 0
+	for _, m := range machines.Items {
+		phases[m.Status.Phase]++
+		if m.Status.Phase == string(clusterv1.MachinePhaseRunning) {
+			running++
+		}
+	}
+	status := fmt.Sprintf("machines %d/%d running", running, want)
+	if len(phases) > 0 {
+		var parts []string
+		for p, n := range phases {
+			if p == "" {
+				p = "Pending"
+			}
+			parts = append(parts, fmt.Sprintf("%d %s", n, p))
+		}
+		sort.Strings(parts)
+		status += " (" + strings.Join(parts, ", ") + ")"
+	}
+	if cluster.Status.Initialization.ControlPlaneInitialized == nil || !*cluster.Status.Initialization.ControlPlaneInitialized {
+		status += "; control plane not initialized yet"
+	}
+	if running < want || len(machines.Items) != want {
+		return false, status, nil, nil
+	}
+	secret := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name + "-kubeconfig"}, secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, status + "; waiting for its kubeconfig", nil, nil
+		}
+		return false, status + "; reading its kubeconfig: " + err.Error(), nil, nil
+	}
+	kubeconfig := secret.Data["value"]
+	wcfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		return false, status + "; its kubeconfig is invalid: " + err.Error(), nil, nil
+	}
+	wcfg.Timeout = 5 * time.Second
+	wc, err := client.New(wcfg, client.Options{})
+	if err != nil {
+		return false, status + "; " + err.Error(), nil, nil
+	}
+	nodes := &corev1.NodeList{}
+	if err := wc.List(ctx, nodes); err != nil {
+		return false, status + "; listing its nodes: " + err.Error(), nil, nil
+	}
+	ready := 0
+	for _, n := range nodes.Items {
+		if nodeReady(&n) {
+			ready++
+		}
+	}
+	status = fmt.Sprintf("%s; nodes %d/%d ready", status, ready, want)
+	return ready == want && len(nodes.Items) == want, status, kubeconfig, nodes.Items
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// printNodes prints Nodes the way `kubectl get nodes` does.
+func printNodes(out io.Writer, nodes []corev1.Node) {
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	var buf bytes.Buffer
+	tw := tabwriter.NewWriter(&buf, 0, 8, 3, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSTATUS\tROLES\tAGE\tVERSION")
+	for _, n := range nodes {
+		status := "NotReady"
+		if nodeReady(&n) {
+			status = "Ready"
+		}
+		var roles []string
+		for l := range n.Labels {
+			if r, ok := strings.CutPrefix(l, "node-role.kubernetes.io/"); ok {
+				roles = append(roles, r)
+			}
+		}
+		sort.Strings(roles)
+		if len(roles) == 0 {
+			roles = []string{"<none>"}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", n.Name, status, strings.Join(roles, ","),
+			duration.HumanDuration(time.Since(n.CreationTimestamp.Time)), n.Status.NodeInfo.KubeletVersion)
+	}
+	tw.Flush()
+	_, _ = out.Write(buf.Bytes())
+}
