@@ -329,6 +329,12 @@ func TestOnlyOneControlPlaneMachineInits(t *testing.T) {
 	c := newCluster(t, ns, clusterOpts{workloadKubeconfig: true})
 	a, _ := newMachine(t, c, "cp-a", true, initSpec())
 	b, _ := newMachine(t, c, "cp-b", true, initSpec())
+	// Shaped like KubeadmControlPlane's later Machines: join only, with the
+	// cluster-wide settings kept.
+	joinOnly := joinSpec()
+	joinOnly.JoinConfiguration.ControlPlane = &bootstrapv1.JoinControlPlane{}
+	joinOnly.ClusterConfiguration.CertificatesDir = "/etc/kubernetes/pki"
+	j, _ := newMachine(t, c, "cp-join", true, joinOnly)
 	setClusterStatus(t, c, `{"status":{"initialization":{"infrastructureProvisioned":true}}}`)
 
 	var winner, loser *bootstrapv1.KubeadmConfig
@@ -364,6 +370,13 @@ func TestOnlyOneControlPlaneMachineInits(t *testing.T) {
 		t.Fatalf("the loser must not get data before initialization: %v %q", err, loser.Status.DataSecretName)
 	}
 
+	if err := getConfig(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	if cond := condition(j, bootstrapv1.DataSecretAvailableCondition); j.Status.DataSecretName != "" || cond == nil || cond.Reason != kubeadmconfig.WaitingForControlPlaneInitializationReason {
+		t.Fatalf("a join-only control plane config must wait for initialization: %q %+v", j.Status.DataSecretName, cond)
+	}
+
 	// Initialized: the loser joins as a control plane machine.
 	setClusterStatus(t, c, `{"status":{"initialization":{"controlPlaneInitialized":true}}}`)
 	_, data = waitData(t, loser)
@@ -386,6 +399,10 @@ func TestOnlyOneControlPlaneMachineInits(t *testing.T) {
 	}
 	if run := runcmd(data); run[len(run)-1] != "kubeadm join --config /run/kubeadm/kubeadm-join-config.yaml" {
 		t.Errorf("runcmd %q", run)
+	}
+	_, data = waitData(t, j)
+	if _, ok := files(data)[kubeadmconfig.JoinConfigPath]; !ok {
+		t.Error("the join-only machine must join")
 	}
 	eventually(t, "lock released", func(ctx context.Context) string {
 		err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c1-lock"}, &corev1.ConfigMap{})
