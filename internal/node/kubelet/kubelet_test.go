@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -34,7 +35,23 @@ import (
 
 var env *testenv.Env
 
-func TestMain(m *testing.M) { testenv.Main(m, &env) }
+func TestMain(m *testing.M) {
+	e, err := testenv.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testenv:", err)
+		os.Exit(1)
+	}
+	env = e
+	code := m.Run()
+	if workload != nil {
+		workload.Stop()
+	}
+	if workloadDir != "" {
+		_ = os.RemoveAll(workloadDir)
+	}
+	e.Stop()
+	os.Exit(code)
+}
 
 const interval = 300 * time.Millisecond
 
