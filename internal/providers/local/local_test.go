@@ -43,6 +43,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if lock := os.Getenv(local.StubbornEnv); lock != "" {
+		local.Stubborn(lock)
+		return
+	}
 	if os.Getenv("CAPSTAN_TEST_LOGS") != "" {
 		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
 	} else {
@@ -413,6 +417,29 @@ func TestLocalMachineLifecycle(t *testing.T) {
 			return fmt.Sprintf("load balancer %+v, want the adopted %d", lc.Status.LoadBalancer, lbPID)
 		}
 		return ""
+	})
+
+	// What the machine writes to status.json shows without any API event:
+	// the directory is watched.
+	failed := fmt.Sprintf(`{"pid": %d, "phase": "Failed", "message": "etcd would not start", "nodeName": "c2-cp-0", "bootstrap": {"complete": false, "failed": "runcmd[2]: boom"}}`, pid)
+	if err := os.WriteFile(filepath.Join(dir, ".status.tmp"), []byte(failed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dir, ".status.tmp"), filepath.Join(dir, "status.json")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "failure reported", func(ctx context.Context) string {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(lm), lm); err != nil {
+			return err.Error()
+		}
+		p := lm.Status.Process
+		if p.Phase != localv1.LocalMachinePhaseFailed || p.Message != "etcd would not start" || p.BootstrapFailed != "runcmd[2]: boom" {
+			return fmt.Sprintf("process %+v", p)
+		}
+		if msg := condition(lm.Status.Conditions, localv1.BootstrapSucceededCondition, metav1.ConditionFalse); msg != "" {
+			return msg
+		}
+		return condition(lm.Status.Conditions, localv1.ReadyCondition, metav1.ConditionFalse)
 	})
 
 	// A machine whose process dies stays dead, and says so.

@@ -1,0 +1,80 @@
+package local
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"capstan.dev/capstan/internal/providers/local/lockfile"
+)
+
+func TestStopperEscalatesToTheProcessGroup(t *testing.T) {
+	dir := t.TempDir()
+	lock := filepath.Join(dir, nodeLockFile)
+	t.Setenv(StubbornEnv, lock)
+	pid, err := startDetached(os.Args[0], nil, dir, filepath.Join(dir, nodeLogFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { killGroup(pid) })
+	deadline := time.Now().Add(10 * time.Second)
+	for held, _ := lockfile.Held(lock); !held; held, _ = lockfile.Held(lock) {
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(dir, nodeLogFile))
+			t.Fatalf("the stubborn process never took its lock; its log:\n%s", log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "child.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, _ := strconv.Atoi(string(raw))
+
+	const grace = 500 * time.Millisecond
+	s := newStopper(grace)
+	began := time.Now()
+	for {
+		done, err := s.stop(lock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if done {
+			break
+		}
+		if time.Since(began) > 10*time.Second {
+			t.Fatal("the process outlived SIGKILL")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if took := time.Since(began); took < grace {
+		t.Errorf("stopped after %v, before the grace period of a process that ignores SIGTERM", took)
+	}
+	deadline = time.Now().Add(5 * time.Second)
+	for childAlive(child) {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d of the machine's group survived", child)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// childAlive: the grandchild is reparented, so a zombie is as good as gone.
+func childAlive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	for i := 0; i+2 < len(raw); i++ {
+		if raw[i] == ')' {
+			return raw[i+2] != 'Z'
+		}
+	}
+	return true
+}
