@@ -356,7 +356,7 @@ func TestLocalMachineLifecycle(t *testing.T) {
 	if lm.Spec.ProviderID != "local://"+ns+"/c2-cp-0" {
 		t.Errorf("providerID = %q", lm.Spec.ProviderID)
 	}
-	if !ptr.Deref(lm.Status.Initialization.Provisioned, false) || lm.Status.FailureDomain != "fd1" || lm.Status.Process.Dir != dir {
+	if !ptr.Deref(lm.Status.Initialization.Provisioned, false) || lm.Status.FailureDomain != "fd1" || lm.Spec.FailureDomain != "fd1" || lm.Status.Process.Dir != dir {
 		t.Errorf("status = %+v", lm.Status)
 	}
 	wantAddrs := clusterv1.MachineAddresses{{Type: "InternalIP", Address: "127.0.0.1"}, {Type: "Hostname", Address: "c2-cp-0"}, {Type: "InternalDNS", Address: "c2-cp-0"}}

@@ -138,6 +138,11 @@ func (r *machineReconciler) reconcileNormal(ctx context.Context, lm *localv1.Loc
 	if failureDomain == "" {
 		failureDomain = lm.Spec.FailureDomain
 	}
+	// The core reads spec.failureDomain (v1beta2); status keeps the older
+	// place too.
+	if lm.Spec.FailureDomain == "" {
+		lm.Spec.FailureDomain = failureDomain
+	}
 	lm.Status.FailureDomain = failureDomain
 	lm.Status.Process.Dir = dir
 

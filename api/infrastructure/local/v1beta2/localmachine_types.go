@@ -20,8 +20,8 @@ type LocalMachineSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.providerID is immutable once set"
 	ProviderID string `json:"providerID,omitempty"`
 
-	// failureDomain is where the machine was placed; the owning Machine's
-	// spec.failureDomain wins when both are set.
+	// failureDomain is where the machine runs: the owning Machine's
+	// spec.failureDomain, filled in by the provider when left empty.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=256
