@@ -216,9 +216,8 @@ func TestOnKubeadmControlPlane(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var pod *corev1.Pod
 	eventually(t, 30*time.Second, "pod created (the service account controller makes the default account)", func(ctx context.Context) (bool, string) {
-		pod, err = c.CoreV1().Pods(ns.Name).Create(ctx, &corev1.Pod{
+		_, err := c.CoreV1().Pods(ns.Name).Create(ctx, &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "p"},
 			Spec: corev1.PodSpec{NodeName: name, Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/app:1"}},
 				Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}}},
@@ -239,7 +238,6 @@ func TestOnKubeadmControlPlane(t *testing.T) {
 		_, err := c.CoreV1().Pods(ns.Name).Get(ctx, "p", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
-	_ = pod
 
 	// Leaving the load balancer, answered with the node's own credentials.
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{kubelet.AnnotationLeaveLoadBalancer: "true"}}})
