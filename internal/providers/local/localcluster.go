@@ -244,7 +244,7 @@ func (r *clusterReconciler) stopAll(dir string) (bool, error) {
 	locks = append(locks, filepath.Join(dir, "lb", lb.LockFile))
 	all := true
 	for _, l := range locks {
-		done, err := r.stopper.stop(l)
+		done, err := r.stopper.stop(l, 0)
 		if err != nil {
 			return false, err
 		}

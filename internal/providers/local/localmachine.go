@@ -331,7 +331,11 @@ func (r *machineReconciler) reconcileDelete(ctx context.Context, lm *localv1.Loc
 		dir = r.layout.machine(lm.Namespace, clusterName, lm.Name)
 	}
 	if dir != "" {
-		done, err := r.stopper.stop(filepath.Join(dir, nodeLockFile))
+		lastPID := 0
+		if node, _ := readNodeStatus(dir); node != nil {
+			lastPID = node.PID
+		}
+		done, err := r.stopper.stop(filepath.Join(dir, nodeLockFile), lastPID)
 		if err != nil {
 			return ctrl.Result{}, err
 		}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -61,7 +63,9 @@ func newStopper(grace time.Duration) *stopper {
 // stop moves the process holding lockPath towards its end. It returns true
 // once no process holds the lock, false when the caller should look again
 // shortly (the lock watcher also wakes it when the process dies).
-func (s *stopper) stop(lockPath string) (bool, error) {
+// deadLeader is the pid the process last reported, 0 if unknown: when it
+// died on its own earlier, processes it left in its session are killed.
+func (s *stopper) stop(lockPath string, deadLeader int) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	held, err := lockfile.Held(lockPath)
@@ -73,9 +77,11 @@ func (s *stopper) stop(lockPath string) (bool, error) {
 		delete(s.term, lockPath)
 		if signalled {
 			// The leader is gone; whatever it left in its group goes too.
-			// Only a group this stopper just ended: an old pid may have
-			// been reused.
 			killGroup(t.pid)
+			deadLeader = t.pid
+		}
+		if deadLeader > 1 {
+			killSession(deadLeader)
 		}
 		return true, nil
 	}
@@ -104,5 +110,35 @@ func (s *stopper) stop(lockPath string) (bool, error) {
 func killGroup(pid int) {
 	if pid > 1 {
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
+	}
+}
+
+// killSession kills the processes left in the session a dead leader
+// started (its pid is the session id): children of a machine that crashed.
+// The leader itself is not touched: its pid may belong to a new process.
+func killSession(sid int) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == sid {
+			continue
+		}
+		raw, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// The fields after the command, which is in parentheses and may
+		// hold spaces: state ppid pgrp session ...
+		end := strings.LastIndexByte(string(raw), ')')
+		if end < 0 {
+			continue
+		}
+		fields := strings.Fields(string(raw[end+1:]))
+		if len(fields) > 3 && fields[3] == strconv.Itoa(sid) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
 	}
 }

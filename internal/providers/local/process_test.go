@@ -38,7 +38,7 @@ func TestStopperEscalatesToTheProcessGroup(t *testing.T) {
 	s := newStopper(grace)
 	began := time.Now()
 	for {
-		done, err := s.stop(lock)
+		done, err := s.stop(lock, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,4 +77,50 @@ func childAlive(pid int) bool {
 		}
 	}
 	return true
+}
+
+func TestStopKillsWhatACrashedMachineLeft(t *testing.T) {
+	dir := t.TempDir()
+	lock := filepath.Join(dir, nodeLockFile)
+	t.Setenv(StubbornEnv, lock)
+	pid, err := startDetached(os.Args[0], nil, dir, filepath.Join(dir, nodeLogFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { killGroup(pid) })
+	var child int
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if held, _ := lockfile.Held(lock); held {
+			raw, _ := os.ReadFile(filepath.Join(dir, "child.pid"))
+			if child, _ = strconv.Atoi(string(raw)); child > 0 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the stubborn process never took its lock")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// The machine dies on its own; its child lives on in its session.
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for held, _ := lockfile.Held(lock); held; held, _ = lockfile.Held(lock) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !childAlive(child) {
+		t.Fatal("the child died with its parent; the test proves nothing")
+	}
+	done, err := newStopper(time.Second).stop(lock, pid)
+	if err != nil || !done {
+		t.Fatalf("stop = %v, %v", done, err)
+	}
+	deadline = time.Now().Add(5 * time.Second)
+	for childAlive(child) {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d left by the crashed machine survived its deletion", child)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
