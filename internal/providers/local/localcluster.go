@@ -178,7 +178,7 @@ func (r *clusterReconciler) reconcileLoadBalancer(ctx context.Context, lc *local
 	r.mu.Lock()
 	delete(r.starts, key)
 	r.mu.Unlock()
-	pid, err := lockfile.Holder(lockPath)
+	pid, err := lockfile.Owner(lockPath)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

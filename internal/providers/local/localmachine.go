@@ -170,7 +170,7 @@ func (r *machineReconciler) reconcileNormal(ctx context.Context, lm *localv1.Loc
 		return ctrl.Result{}, fmt.Errorf("watching %s: %w", dir, err)
 	}
 
-	held, err := lockfile.Held(lockPath)
+	held, err := r.running(key, dir)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -206,7 +206,7 @@ func (r *machineReconciler) reconcileNormal(ctx context.Context, lm *localv1.Loc
 	p := &lm.Status.Process
 	switch {
 	case held:
-		pid, err := lockfile.Holder(lockPath)
+		pid, err := lockfile.Owner(lockPath)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -311,6 +311,28 @@ func writeMachineDir(dir string, cfg MachineConfig, bootstrap []byte) error {
 		return fmt.Errorf("writing %s: %w", bootstrapFile, err)
 	}
 	return nil
+}
+
+// running tells whether the machine's process holds its lock. While a
+// process this manager started may still be taking its lock, the test must
+// not touch the lock (a shared test lock at that instant would make the
+// process's own attempt fail): /proc/locks is read instead, and the usual
+// test is used only once the process has written its status, which it does
+// after locking.
+func (r *machineReconciler) running(key types.NamespacedName, dir string) (bool, error) {
+	lockPath := filepath.Join(dir, nodeLockFile)
+	r.mu.Lock()
+	s, started := r.starts[key]
+	r.mu.Unlock()
+	if started && time.Since(s.at) < startTimeout && alive(s.pid) {
+		if pid, err := lockfile.Holder(lockPath); err != nil || pid > 0 {
+			return pid > 0, err
+		}
+		if node, _ := readNodeStatus(dir); node == nil || node.PID != s.pid {
+			return false, nil
+		}
+	}
+	return lockfile.Held(lockPath)
 }
 
 // starting tells whether this manager started the machine's process

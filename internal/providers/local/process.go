@@ -85,12 +85,12 @@ func (s *stopper) stop(lockPath string, deadLeader int) (bool, error) {
 		}
 		return true, nil
 	}
-	pid, err := lockfile.Holder(lockPath)
+	pid, err := lockfile.Owner(lockPath)
 	if err != nil {
 		return false, err
 	}
 	if pid <= 0 {
-		return false, fmt.Errorf("%s is held but /proc/locks names no holder: end that process by hand", lockPath)
+		return false, fmt.Errorf("%s is held but its holder is unknown: end that process by hand", lockPath)
 	}
 	switch {
 	case !signalled || t.pid != pid:

@@ -131,6 +131,30 @@ func Holder(path string) (int, error) {
 	return 0, s.Err()
 }
 
+// Owner returns the pid of the process holding path's lock, 0 when none
+// does: from /proc/locks, or, where that names no holder (some filesystems,
+// such as overlayfs, report another device there), from the pid the holder
+// wrote into the file, provided the lock is held.
+func Owner(path string) (int, error) {
+	pid, err := Holder(path)
+	if err != nil || pid != 0 {
+		return pid, err
+	}
+	held, err := Held(path)
+	if err != nil || !held {
+		return 0, err
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	pid, err = strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil {
+		return 0, fmt.Errorf("%s is held but neither /proc/locks nor the file names its holder", path)
+	}
+	return pid, nil
+}
+
 // WaitReleased blocks until no process holds an exclusive lock on path (it
 // returns at once when none does or the file is missing). It cannot be
 // interrupted: run it in a goroutine of its own.

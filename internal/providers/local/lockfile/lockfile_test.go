@@ -30,6 +30,9 @@ func TestAcquireHeldHolderWait(t *testing.T) {
 	if pid, err := Holder(path); err != nil || pid != os.Getpid() {
 		t.Fatalf("Holder = %d, %v; want %d", pid, err, os.Getpid())
 	}
+	if pid, err := Owner(path); err != nil || pid != os.Getpid() {
+		t.Fatalf("Owner = %d, %v; want %d", pid, err, os.Getpid())
+	}
 	released := make(chan error, 1)
 	go func() { released <- WaitReleased(path) }()
 	select {
