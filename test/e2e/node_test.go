@@ -170,9 +170,14 @@ func (m *machine) stop(check bool) error {
 	return err
 }
 
-func (m *machine) log() string {
+func (m *machine) fullLog() string {
 	b, _ := os.ReadFile(filepath.Join(m.dir, "node.log"))
-	s := string(b)
+	return string(b)
+}
+
+// log is the end of the machine's log, for failure messages.
+func (m *machine) log() string {
+	s := m.fullLog()
 	if len(s) > 8000 {
 		s = "…" + s[len(s)-8000:]
 	}
@@ -413,7 +418,7 @@ func TestNodeRunInitAndJoin(t *testing.T) {
 	}
 	w1.start()
 	w1.waitRunning(time.Minute)
-	if !strings.Contains(w1.log(), "Restarting the components") {
+	if !strings.Contains(w1.fullLog(), "Restarting the components") {
 		t.Errorf("restarted worker did not resume from its saved state:\n%s", w1.log())
 	}
 
@@ -450,6 +455,32 @@ func TestNodeRunInitAndJoin(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(cp1.dir, "apiserver-endpoint")); !os.IsNotExist(err) {
 		t.Errorf("apiserver-endpoint left after stop: %v", err)
+	}
+
+	// Rebooted, the control-plane machine starts its components again on
+	// the same ports with the same data, without initialising anew.
+	cp1.start()
+	cp1.waitRunning(4 * time.Minute)
+	if !strings.Contains(cp1.fullLog(), "Restarting the components") {
+		t.Errorf("restarted control plane did not resume from its saved state:\n%s", cp1.log())
+	}
+	if got := cp1.endpoint(); got != endpoint {
+		t.Errorf("restarted control plane serves at %s, was %s", got, endpoint)
+	}
+	eventuallyOK(t, 2*time.Minute, func() error {
+		n, err := admin.CoreV1().Nodes().Get(ctx, "c1-md-0-w1", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if n.Spec.ProviderID != "local://default/c1-md-0-w1" {
+			return fmt.Errorf("worker node lost after the restart: %+v", n.Spec)
+		}
+		_, err = admin.CoreV1().Secrets("kube-system").Get(ctx, "bootstrap-token-abcdef", metav1.GetOptions{})
+		return err
+	})
+	waitNodeReady(t, admin, "c1-cp-1", 2*time.Minute, cp1.log)
+	if err := cp1.stop(true); err != nil {
+		t.Errorf("restarted control plane exit after SIGTERM: %v\n%s", err, cp1.log())
 	}
 }
 
@@ -495,7 +526,7 @@ func removeEtcdMember(t *testing.T, pki *clusterPKI, url, name string) {
 	t.Helper()
 	cli := etcdClient(t, pki, url)
 	defer cli.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	resp, err := cli.MemberList(ctx)
 	if err != nil {
@@ -503,10 +534,16 @@ func removeEtcdMember(t *testing.T, pki *clusterPKI, url, name string) {
 	}
 	for _, m := range resp.Members {
 		if m.Name == name {
-			if _, err := cli.MemberRemove(ctx, m.ID); err != nil {
-				t.Fatalf("removing etcd member %s: %v", name, err)
+			// etcd refuses to remove a member until the others have been
+			// connected for a while ("unhealthy cluster"): retry.
+			var err error
+			for i := 0; i < 30; i++ {
+				if _, err = cli.MemberRemove(ctx, m.ID); err == nil {
+					return
+				}
+				time.Sleep(time.Second)
 			}
-			return
+			t.Fatalf("removing etcd member %s: %v", name, err)
 		}
 	}
 	t.Fatalf("no etcd member %s", name)
