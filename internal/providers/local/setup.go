@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -28,6 +29,8 @@ type Options struct {
 	// Binary is the capstan binary started as `node run` and `node lb`;
 	// empty means the running executable.
 	Binary string
+	// MaxConcurrentReconciles per controller; 0 means 10.
+	MaxConcurrentReconciles int
 }
 
 // Controller names, as they appear in logs and metrics.
@@ -69,12 +72,17 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return err
 	}
 	l := layout{root: root}
+	opts := controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}
+	if opts.MaxConcurrentReconciles <= 0 {
+		opts.MaxConcurrentReconciles = 10
+	}
 	clusters := &clusterReconciler{
 		client: mgr.GetClient(), layout: l, binary: binary, notify: n,
 		stopper: newStopper(lbStopGrace), starts: map[types.NamespacedName]start{},
 	}
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named(LocalClusterController).
+		WithOptions(opts).
 		For(&localv1.LocalCluster{}).
 		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(clusterToLocalCluster)).
 		WatchesRawSource(source.Channel(n.clusters, &handler.EnqueueRequestForObject{})).
@@ -89,6 +97,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	toMachines := handler.EnqueueRequestsFromMapFunc(machines.clusterObjectToLocalMachines)
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(LocalMachineController).
+		WithOptions(opts).
 		For(&localv1.LocalMachine{}).
 		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(machineToLocalMachine)).
 		Watches(&localv1.LocalCluster{}, toMachines).
