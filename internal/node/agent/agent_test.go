@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/cluster-bootstrap/token/jws"
 	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
 
 	"capstan.dev/capstan/internal/certs"
@@ -126,7 +127,8 @@ func TestRunRequiresMachineJSON(t *testing.T) {
 
 // clusterInfoServer serves kube-public/cluster-info over TLS with a serving
 // certificate from ca, as a workload cluster's API server would.
-func clusterInfoServer(t *testing.T, ca *certs.KeyPair) string {
+// signers maps token IDs to the secrets cluster-info is signed with.
+func clusterInfoServer(t *testing.T, ca *certs.KeyPair, signers map[string]string) string {
 	t.Helper()
 	serving, err := ca.Issue(certs.Request{CommonName: "kube-apiserver", IPs: []net.IP{net.ParseIP("127.0.0.1")}, Server: true}, time.Now())
 	if err != nil {
@@ -146,6 +148,13 @@ func clusterInfoServer(t *testing.T, ca *certs.KeyPair) string {
 		}
 		cm := corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Name: "cluster-info", Namespace: "kube-public"},
 			Data: map[string]string{"kubeconfig": string(kcYAML)}}
+		for id, secret := range signers {
+			sig, err := jws.ComputeDetachedSignature(string(kcYAML), id, secret)
+			if err != nil {
+				t.Error(err)
+			}
+			cm.Data["jws-kubeconfig-"+id] = sig
+		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(cm)
 	})
@@ -164,12 +173,13 @@ func TestDiscoverChecksTheCAPin(t *testing.T) {
 	now := time.Now()
 	ca, _ := certs.NewCA("kubernetes", now, time.Hour)
 	other, _ := certs.NewCA("kubernetes", now, time.Hour)
-	endpoint := clusterInfoServer(t, ca)
+	endpoint := clusterInfoServer(t, ca, map[string]string{"abcdef": "0123456789abcdef", "other0": "0123456789abcdef"})
 	a := &agent{log: logr.Discard()}
+	token := "abcdef.0123456789abcdef"
 	disc := func(pins []string, unsafe bool) kubeadmapi.Discovery {
 		return kubeadmapi.Discovery{
-			BootstrapToken: &kubeadmapi.BootstrapTokenDiscovery{APIServerEndpoint: endpoint, Token: "abcdef.0123456789abcdef", CACertHashes: pins, UnsafeSkipCAVerification: unsafe},
-			Timeout:        &metav1.Duration{Duration: 5 * time.Second},
+			BootstrapToken: &kubeadmapi.BootstrapTokenDiscovery{APIServerEndpoint: endpoint, Token: token, CACertHashes: pins, UnsafeSkipCAVerification: unsafe},
+			Timeout:        &metav1.Duration{Duration: 2 * time.Second},
 		}
 	}
 	ctx := context.Background()
@@ -199,5 +209,20 @@ func TestDiscoverChecksTheCAPin(t *testing.T) {
 	}
 	if _, _, err := a.discover(ctx, disc(nil, false)); err == nil || !strings.Contains(err.Error(), "caCertHashes") {
 		t.Errorf("no pins and no unsafe skip: %v", err)
+	}
+
+	// cluster-info must be signed with the token: a server that does not
+	// know it is not trusted, even with a matching pin.
+	token = "other0.fedcba9876543210"
+	if _, _, err := a.discover(ctx, disc([]string{certs.PublicKeyPin(ca.Cert)}, false)); err == nil || !strings.Contains(err.Error(), "does not verify") {
+		t.Errorf("wrong token secret: %v", err)
+	}
+	token = "nosig0.0123456789abcdef"
+	if _, _, err := a.discover(ctx, disc(nil, true)); err == nil || !strings.Contains(err.Error(), "not signed for bootstrap token nosig0") {
+		t.Errorf("unsigned cluster-info: %v", err)
+	}
+	token = "no-dot"
+	if _, _, err := a.discover(ctx, disc(nil, true)); err == nil || !strings.Contains(err.Error(), "<id>.<secret>") {
+		t.Errorf("malformed token: %v", err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/cluster-bootstrap/token/jws"
 	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
 
 	"capstan.dev/capstan/internal/certs"
@@ -91,6 +92,10 @@ func (a *agent) discover(ctx context.Context, d kubeadmapi.Discovery) ([]byte, s
 	if d.Timeout != nil && d.Timeout.Duration > 0 {
 		timeout = d.Timeout.Duration
 	}
+	tokenID, tokenSecret, ok := strings.Cut(bt.Token, ".")
+	if !ok || tokenID == "" || tokenSecret == "" {
+		return nil, "", errors.New("JoinConfiguration.discovery.bootstrapToken.token is not a bootstrap token (<id>.<secret>)")
+	}
 	endpoint := "https://" + bt.APIServerEndpoint
 	a.log.Info("Discovering the cluster", "endpoint", bt.APIServerEndpoint)
 
@@ -99,9 +104,20 @@ func (a *agent) discover(ctx context.Context, d kubeadmapi.Discovery) ([]byte, s
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
 		insecure := &rest.Config{Host: endpoint, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, Timeout: 10 * time.Second}
-		kc, err := readClusterInfo(ctx, insecure)
+		kc, sig, err := readClusterInfo(ctx, insecure, tokenID)
 		if err != nil {
 			last = err
+			return false, nil
+		}
+		// The signature proves that whoever serves cluster-info knows the
+		// token: the bootstrap signer controller signs it with every
+		// signing token. Kubeadm waits for it the same way.
+		if sig == "" {
+			last = fmt.Errorf("kube-public/cluster-info is not signed for bootstrap token %s yet (the token Secret needs usage-bootstrap-signing and kube-controller-manager's bootstrapsigner controller)", tokenID)
+			return false, nil
+		}
+		if !jws.DetachedTokenIsValid(sig, string(kc), tokenID, tokenSecret) {
+			last = fmt.Errorf("kube-public/cluster-info's signature for bootstrap token %s does not verify: the server does not know this token", tokenID)
 			return false, nil
 		}
 		caPEM, server, err = clusterInfoCA(kc)
@@ -115,7 +131,7 @@ func (a *agent) discover(ctx context.Context, d kubeadmapi.Discovery) ([]byte, s
 			}
 		}
 		verified := &rest.Config{Host: endpoint, TLSClientConfig: rest.TLSClientConfig{CAData: caPEM}, Timeout: 10 * time.Second}
-		again, err := readClusterInfo(ctx, verified)
+		again, _, err := readClusterInfo(ctx, verified, tokenID)
 		if err != nil {
 			last = fmt.Errorf("reading cluster-info over verified TLS: %w", err)
 			return false, nil
@@ -135,20 +151,22 @@ func (a *agent) discover(ctx context.Context, d kubeadmapi.Discovery) ([]byte, s
 	return caPEM, server, nil
 }
 
-func readClusterInfo(ctx context.Context, cfg *rest.Config) ([]byte, error) {
+// readClusterInfo returns cluster-info's kubeconfig and its signature for
+// the token ID ("" when not signed).
+func readClusterInfo(ctx context.Context, cfg *rest.Config, tokenID string) ([]byte, string, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	cm, err := cs.CoreV1().ConfigMaps("kube-public").Get(ctx, clusterInfoMap, metav1.GetOptions{})
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	kc, ok := cm.Data["kubeconfig"]
 	if !ok {
-		return nil, errors.New("kube-public/cluster-info has no kubeconfig key")
+		return nil, "", errors.New("kube-public/cluster-info has no kubeconfig key")
 	}
-	return []byte(kc), nil
+	return []byte(kc), cm.Data["jws-kubeconfig-"+tokenID], nil
 }
 
 func clusterInfoCA(kubeconfig []byte) ([]byte, string, error) {
