@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -255,6 +256,7 @@ func waitNodeReady(t *testing.T, cs kubernetes.Interface, name string, timeout t
 const initConfig = `apiVersion: kubeadm.k8s.io/v1beta4
 kind: ClusterConfiguration
 clusterName: c1
+controlPlaneEndpoint: %s
 kubernetesVersion: v1.34.2
 networking:
   serviceSubnet: 10.128.0.0/12
@@ -294,8 +296,11 @@ func TestNodeRunInitAndJoin(t *testing.T) {
 	ctx := context.Background()
 	root := t.TempDir()
 	pki := newClusterPKI(t)
+	// The cluster's endpoint is its load balancer, as the local provider
+	// sets it up: machines publish apiserver-endpoint files it forwards to.
+	lbEndpoint := startLoadBalancer(t, root)
 
-	files := append(pki.writeFiles(t), map[string]any{"path": "/run/kubeadm/kubeadm.yaml", "permissions": "0640", "content": initConfig})
+	files := append(pki.writeFiles(t), map[string]any{"path": "/run/kubeadm/kubeadm.yaml", "permissions": "0640", "content": fmt.Sprintf(initConfig, lbEndpoint)})
 	cp1 := newMachine(t, root, "c1-cp-1", true, cloudConfig(t, files, []string{
 		"mkdir -p /etc/kubernetes/manifests",
 		"kubeadm init --config /run/kubeadm/kubeadm.yaml && echo success > /run/cluster-api/bootstrap-success.complete",
@@ -316,7 +321,7 @@ func TestNodeRunInitAndJoin(t *testing.T) {
 	if fmt.Sprint(st["apiServerPort"]) == "" || !strings.HasSuffix(endpoint, fmt.Sprint(st["apiServerPort"])) {
 		t.Errorf("apiserver-endpoint %q does not match status apiServerPort %v", endpoint, st["apiServerPort"])
 	}
-	admin := pki.admin(t, endpoint)
+	admin := pki.admin(t, lbEndpoint)
 
 	node := waitNodeReady(t, admin, "c1-cp-1", 2*time.Minute, cp1.log)
 	if node.Spec.ProviderID != "local://default/c1-cp-1" || node.Status.NodeInfo.KubeletVersion != "v1.34.2" {
@@ -381,7 +386,7 @@ func TestNodeRunInitAndJoin(t *testing.T) {
 	}
 	pin := certs.PublicKeyPin(pki.ca.Cert)
 	w1 := newMachine(t, root, "c1-md-0-w1", false, cloudConfig(t,
-		[]map[string]any{{"path": "/run/kubeadm/kubeadm-join-config.yaml", "permissions": "0640", "content": joinConfig(endpoint, pin, false)}},
+		[]map[string]any{{"path": "/run/kubeadm/kubeadm-join-config.yaml", "permissions": "0640", "content": joinConfig(lbEndpoint, pin, false)}},
 		[]string{"kubeadm join --config /run/kubeadm/kubeadm-join-config.yaml && echo success > /run/cluster-api/bootstrap-success.complete"}))
 	w1.start()
 	w1.waitRunning(3 * time.Minute)
@@ -399,7 +404,7 @@ func TestNodeRunInitAndJoin(t *testing.T) {
 	// A worker pinned to another CA refuses to join.
 	other := newClusterPKI(t)
 	w2 := newMachine(t, root, "c1-md-0-w2", false, cloudConfig(t,
-		[]map[string]any{{"path": "/run/kubeadm/kubeadm-join-config.yaml", "content": joinConfig(endpoint, certs.PublicKeyPin(other.ca.Cert), false)}},
+		[]map[string]any{{"path": "/run/kubeadm/kubeadm-join-config.yaml", "content": joinConfig(lbEndpoint, certs.PublicKeyPin(other.ca.Cert), false)}},
 		[]string{"kubeadm join --config /run/kubeadm/kubeadm-join-config.yaml"}))
 	w2.start()
 	select {
@@ -424,7 +429,7 @@ func TestNodeRunInitAndJoin(t *testing.T) {
 
 	// A second control-plane machine joins: etcd grows to two members and
 	// its components appear as mirror pods.
-	cpJoinFiles := append(pki.writeFiles(t), map[string]any{"path": "/run/kubeadm/kubeadm-join-config.yaml", "permissions": "0640", "content": joinConfig(endpoint, pin, true)})
+	cpJoinFiles := append(pki.writeFiles(t), map[string]any{"path": "/run/kubeadm/kubeadm-join-config.yaml", "permissions": "0640", "content": joinConfig(lbEndpoint, pin, true)})
 	cp2 := newMachine(t, root, "c1-cp-2", true, cloudConfig(t, cpJoinFiles,
 		[]string{"kubeadm join --config /run/kubeadm/kubeadm-join-config.yaml && echo success > /run/cluster-api/bootstrap-success.complete"}))
 	cp2.start()
@@ -565,4 +570,46 @@ func eventuallyOK(t *testing.T, timeout time.Duration, check func() error) {
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
+}
+
+// startLoadBalancer runs `capstan node lb` for machines under root and
+// returns its endpoint.
+func startLoadBalancer(t *testing.T, root string) string {
+	t.Helper()
+	dir := filepath.Join(root, "lb")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	cfg, _ := json.Marshal(map[string]any{"port": port, "machinesDir": root})
+	if err := os.WriteFile(filepath.Join(dir, "lb.json"), cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	log, err := os.Create(filepath.Join(dir, "lb.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(env.Binary, "node", "lb", "--dir", dir)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	_ = log.Close()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	return fmt.Sprintf("127.0.0.1:%d", port)
 }
