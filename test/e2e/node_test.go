@@ -451,8 +451,23 @@ func TestNodeRunInitAndJoin(t *testing.T) {
 	}
 	// Scale down as KubeadmControlPlane does: remove the member, then the
 	// machine, so the first control plane keeps its quorum.
+	// Its etcd stops once removed, which is fatal to the machine: it
+	// reports Failed and exits non-zero on its own.
 	removeEtcdMember(t, pki, fmt.Sprint(cp1.status()["etcdClientURL"]), "c1-cp-2")
-	_ = cp2.stop(false)
+	select {
+	case err := <-cp2.done:
+		cp2.done = nil
+		st := cp2.status()
+		if err == nil || st["phase"] != "Failed" || !strings.Contains(fmt.Sprint(st["message"]), "etcd") {
+			t.Errorf("machine whose etcd member was removed: exit %v, status %v", err, st)
+		}
+		if _, err := os.Stat(filepath.Join(cp2.dir, "apiserver-endpoint")); !os.IsNotExist(err) {
+			t.Errorf("a failed machine left its apiserver-endpoint: %v", err)
+		}
+	case <-time.After(90 * time.Second):
+		t.Errorf("machine whose etcd member was removed still runs:\n%s", cp2.log())
+		_ = cp2.stop(false)
+	}
 
 	// The control plane stops cleanly and withdraws its endpoint.
 	if err := cp1.stop(true); err != nil {
