@@ -18,6 +18,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
@@ -449,8 +450,26 @@ func TestNodeRunInitAndJoin(t *testing.T) {
 			return err
 		})
 	}
-	// Scale down as KubeadmControlPlane does: remove the member, then the
-	// machine, so the first control plane keeps its quorum.
+	// Scale down as KubeadmControlPlane does: the machine leaves the load
+	// balancer, then its etcd member goes, so the first control plane keeps
+	// its quorum.
+	patch := []byte(`{"metadata":{"annotations":{"capstan.dev/leave-load-balancer":"true"}}}`)
+	if _, err := admin.CoreV1().Nodes().Patch(ctx, "c1-cp-2", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventuallyOK(t, 30*time.Second, func() error {
+		n, err := admin.CoreV1().Nodes().Get(ctx, "c1-cp-2", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if n.Annotations["capstan.dev/left-load-balancer"] != "true" {
+			return fmt.Errorf("c1-cp-2 has not left the load balancer: annotations %v", n.Annotations)
+		}
+		if _, err := os.Stat(filepath.Join(cp2.dir, "apiserver-endpoint")); !os.IsNotExist(err) {
+			return fmt.Errorf("c1-cp-2 answered left but keeps its apiserver-endpoint: %v", err)
+		}
+		return nil
+	})
 	// Its etcd stops once removed, which is fatal to the machine: it
 	// reports Failed and exits non-zero on its own.
 	removeEtcdMember(t, pki, fmt.Sprint(cp1.status()["etcdClientURL"]), "c1-cp-2")
