@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -55,7 +56,7 @@ func (r *clusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if err := r.client.Get(ctx, req.NamespacedName, lc); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	helper, err := patch.NewHelper(lc, r.client)
+	helper, err := patch.NewHelper(lc, r.client, ownedConditions)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -208,7 +209,7 @@ func (r *clusterReconciler) reconcileDelete(ctx context.Context, lc *localv1.Loc
 		dir = filepath.Dir(lc.Status.LoadBalancer.Dir)
 	}
 	if dir != "" {
-		done, err := r.stopAll(dir)
+		done, err := r.stopAll(ctrl.LoggerFrom(ctx), dir)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -239,12 +240,12 @@ func (r *clusterReconciler) reconcileDelete(ctx context.Context, lc *localv1.Loc
 // stopAll stops the cluster's load balancer and, should any still run,
 // its machines (the core deletes Machines before the infrastructure
 // cluster, so normally there are none).
-func (r *clusterReconciler) stopAll(dir string) (bool, error) {
+func (r *clusterReconciler) stopAll(log logr.Logger, dir string) (bool, error) {
 	locks, _ := filepath.Glob(filepath.Join(dir, "machines", "*", nodeLockFile))
 	locks = append(locks, filepath.Join(dir, "lb", lb.LockFile))
 	all := true
 	for _, l := range locks {
-		done, err := r.stopper.stop(l, 0)
+		done, err := r.stopper.stop(log, l, 0)
 		if err != nil {
 			return false, err
 		}

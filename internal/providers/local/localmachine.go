@@ -64,7 +64,7 @@ func (r *machineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if err := r.client.Get(ctx, req.NamespacedName, lm); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	helper, err := patch.NewHelper(lm, r.client)
+	helper, err := patch.NewHelper(lm, r.client, ownedConditions)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -227,7 +227,10 @@ func (r *machineReconciler) reconcileNormal(ctx context.Context, lm *localv1.Loc
 	default:
 		last := ""
 		if node != nil && node.Phase != "" {
-			last = fmt.Sprintf(" (it last reported %s: %s)", node.Phase, node.Message)
+			last = fmt.Sprintf(" (it last reported %s)", node.Phase)
+			if node.Message != "" {
+				last = fmt.Sprintf(" (it last reported %s: %s)", node.Phase, node.Message)
+			}
 		}
 		p.PID = 0
 		p.Phase = localv1.LocalMachinePhaseExited
@@ -357,7 +360,7 @@ func (r *machineReconciler) reconcileDelete(ctx context.Context, lm *localv1.Loc
 		if node, _ := readNodeStatus(dir); node != nil {
 			lastPID = node.PID
 		}
-		done, err := r.stopper.stop(filepath.Join(dir, nodeLockFile), lastPID)
+		done, err := r.stopper.stop(ctrl.LoggerFrom(ctx), filepath.Join(dir, nodeLockFile), lastPID)
 		if err != nil {
 			return ctrl.Result{}, err
 		}

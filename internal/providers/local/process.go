@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
+
 	"capstan.dev/capstan/internal/providers/local/lockfile"
 )
 
@@ -65,7 +67,7 @@ func newStopper(grace time.Duration) *stopper {
 // shortly (the lock watcher also wakes it when the process dies).
 // deadLeader is the pid the process last reported, 0 if unknown: when it
 // died on its own earlier, processes it left in its session are killed.
-func (s *stopper) stop(lockPath string, deadLeader int) (bool, error) {
+func (s *stopper) stop(log logr.Logger, lockPath string, deadLeader int) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	held, err := lockfile.Held(lockPath)
@@ -95,10 +97,12 @@ func (s *stopper) stop(lockPath string, deadLeader int) (bool, error) {
 	switch {
 	case !signalled || t.pid != pid:
 		s.term[lockPath] = termination{pid: pid, sent: time.Now()}
+		log.Info("Stopping process", "pid", pid, "lock", lockPath)
 		if err := syscall.Kill(pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
 			return false, fmt.Errorf("signalling process %d: %w", pid, err)
 		}
 	case time.Since(t.sent) > s.grace:
+		log.Info("Process outlived its grace period; killing its process group", "pid", pid, "grace", s.grace.String())
 		killGroup(pid)
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}

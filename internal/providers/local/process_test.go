@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+
 	"capstan.dev/capstan/internal/providers/local/lockfile"
 )
 
@@ -38,7 +40,7 @@ func TestStopperEscalatesToTheProcessGroup(t *testing.T) {
 	s := newStopper(grace)
 	began := time.Now()
 	for {
-		done, err := s.stop(lock, 0)
+		done, err := s.stop(logr.Discard(), lock, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -112,7 +114,7 @@ func TestStopKillsWhatACrashedMachineLeft(t *testing.T) {
 	if !childAlive(child) {
 		t.Fatal("the child died with its parent; the test proves nothing")
 	}
-	done, err := newStopper(time.Second).stop(lock, pid)
+	done, err := newStopper(time.Second).stop(logr.Discard(), lock, pid)
 	if err != nil || !done {
 		t.Fatalf("stop = %v, %v", done, err)
 	}

@@ -19,6 +19,7 @@ import (
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	localv1 "capstan.dev/capstan/api/infrastructure/local/v1beta2"
+	"capstan.dev/capstan/internal/patch"
 )
 
 // Options configure the local provider.
@@ -144,6 +145,14 @@ func groupOf(apiVersion string) string {
 	}
 	return ""
 }
+
+// ownedConditions makes status writes server-side applies of the
+// provider's own conditions: no other controller writes them, so a status
+// computed from a slightly stale cached read still applies instead of
+// failing with a conflict.
+var ownedConditions = patch.OwnedConditions("capstan-local-provider",
+	localv1.ReadyCondition, localv1.LoadBalancerReadyCondition, localv1.ProcessRunningCondition,
+	localv1.BootstrapSucceededCondition, clusterv1.PausedCondition)
 
 // start remembers when this manager started a process, to tell one that
 // has not taken its lock yet from one that died.
