@@ -14,6 +14,7 @@ import (
 
 	"capstan.dev/capstan/internal/controllers/machinedeployment"
 	"capstan.dev/capstan/internal/manager"
+	"capstan.dev/capstan/internal/providers/local"
 )
 
 func newManagerCommand() *cobra.Command {
@@ -22,6 +23,7 @@ func newManagerCommand() *cobra.Command {
 		kubeconfig      string
 		concurrency     []string
 		revisionHistory int32
+		localDir        string
 	)
 	cmd := &cobra.Command{
 		Use:   "manager",
@@ -41,6 +43,9 @@ replicas with --leader-elect for high availability.`,
 					return fmt.Errorf("--revision-history-limit %d: want 0 or more", revisionHistory)
 				}
 				o.RevisionHistoryLimit = &revisionHistory
+			}
+			if localDir != "" {
+				o.Local = &local.Options{Dir: localDir}
 			}
 			cfg, err := managementConfig(kubeconfig)
 			if err != nil {
@@ -66,6 +71,7 @@ replicas with --leader-elect for high availability.`,
 	f.Float32Var(&o.QPS, "kube-api-qps", 50, "queries per second the manager may make to the API server")
 	f.IntVar(&o.Burst, "kube-api-burst", 100, "burst of queries above --kube-api-qps")
 	f.Int32Var(&revisionHistory, "revision-history-limit", machinedeployment.DefaultRevisionHistoryLimit, "old, scaled-down MachineSets each MachineDeployment keeps for rollback")
+	f.StringVar(&localDir, "local-dir", "", "run the local infrastructure provider, keeping its machines under this directory (off when empty)")
 	f.DurationVar(&o.SyncPeriod, "sync-period", 10*time.Minute, "how often every object is reconciled without a change")
 	return cmd
 }
@@ -83,7 +89,9 @@ func parseConcurrency(pairs []string) (map[string]int, error) {
 	known := map[string]bool{
 		manager.ClusterController: true, manager.MachineController: true,
 		manager.MachineSetController: true, manager.MachineDeploymentController: true,
-		manager.MachineHealthCheckController: true,
+		manager.MachineHealthCheckController: true, manager.KubeadmConfigController: true,
+		manager.KubeadmControlPlaneController: true, manager.LocalClusterController: true,
+		manager.LocalMachineController: true,
 	}
 	out := map[string]int{}
 	for _, p := range pairs {

@@ -22,6 +22,7 @@ import (
 
 	"capstan.dev/capstan/internal/manager"
 	"capstan.dev/capstan/internal/mgmt"
+	"capstan.dev/capstan/internal/providers/local"
 	"capstan.dev/capstan/internal/version"
 )
 
@@ -110,7 +111,8 @@ func runForeground(cmd *cobra.Command, dir mgmt.StateDir, o *upOptions) error {
 		managerDone = make(chan error, 1)
 		ctrl.SetLogger(klog.NewKlogr())
 		go func() {
-			mgr, err := manager.New(plane.Controllers, manager.Options{MetricsAddr: "0", ProbeAddr: "0"})
+			mgr, err := manager.New(plane.Controllers, manager.Options{MetricsAddr: "0", ProbeAddr: "0",
+				Local: &local.Options{Dir: dir.LocalDir()}})
 			if err != nil {
 				managerDone <- fmt.Errorf("starting controllers: %w", err)
 				return

@@ -14,6 +14,7 @@ import (
 	machinedeploymentcontroller "capstan.dev/capstan/internal/controllers/machinedeployment"
 	machinehealthcheckcontroller "capstan.dev/capstan/internal/controllers/machinehealthcheck"
 	machinesetcontroller "capstan.dev/capstan/internal/controllers/machineset"
+	"capstan.dev/capstan/internal/providers/local"
 	"capstan.dev/capstan/internal/workload"
 )
 
@@ -83,5 +84,15 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Workload: workloads,
 		Recorder: mgr.GetEventRecorder("kubeadmcontrolplane-controller"),
 	}
-	return controlPlanes.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.concurrency(KubeadmControlPlaneController)})
+	if err := controlPlanes.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.concurrency(KubeadmControlPlaneController)}); err != nil {
+		return err
+	}
+	if o.Local != nil {
+		lo := *o.Local
+		if lo.MaxConcurrentReconciles == 0 {
+			lo.MaxConcurrentReconciles = max(o.concurrency(LocalMachineController), o.concurrency(LocalClusterController))
+		}
+		return local.Setup(ctx, mgr, lo)
+	}
+	return nil
 }

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"capstan.dev/capstan/internal/providers/local"
 	"capstan.dev/capstan/internal/scheme"
 )
 
@@ -57,6 +58,9 @@ type Options struct {
 	// earlier one stopped (tests that restart the manager); controller names
 	// are then not checked for uniqueness across managers.
 	AllowRestartInProcess bool
+	// Local, when set, runs the local infrastructure provider's controllers
+	// (LocalCluster, LocalMachine) with these options.
+	Local *local.Options
 	// SyncPeriod is how often every object is reconciled even without
 	// changes; it bounds how long a missed event can go unnoticed.
 	SyncPeriod time.Duration

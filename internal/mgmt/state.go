@@ -39,6 +39,9 @@ func (d StateDir) KubeconfigPath() string { return d.path("kubeconfig") }
 // LogPath is where a detached plane writes its log.
 func (d StateDir) LogPath() string { return d.path("capstan.log") }
 
+// LocalDir holds the local provider's machines and load balancers.
+func (d StateDir) LocalDir() string { return d.path("local") }
+
 func (d StateDir) lockPath() string     { return d.path("capstan.lock") }
 func (d StateDir) portsPath() string    { return d.path("ports.json") }
 func (d StateDir) runPath() string      { return d.path("run.json") }
