@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	bootstraptokenv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/bootstraptoken/v1"
 	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
 
 	"capstan.dev/capstan/internal/kubeadm"
@@ -160,4 +162,33 @@ func applyInitObjects(ctx context.Context, admin *rest.Config, cc *kubeadmapi.Cl
 		}
 	}
 	return nil
+}
+
+// createBootstrapTokens creates the bootstrap tokens InitConfiguration
+// lists, as kubeadm init does. Tokens without a value are skipped: kubeadm
+// would invent one and print it, and nobody reads a local machine's output
+// for it. An existing token is left alone, so a restart does not extend
+// its expiry.
+func createBootstrapTokens(ctx context.Context, admin *rest.Config, tokens []bootstraptokenv1.BootstrapToken) (int, error) {
+	cs, err := kubernetes.NewForConfig(admin)
+	if err != nil {
+		return 0, err
+	}
+	created := 0
+	for i := range tokens {
+		bt := tokens[i]
+		if bt.Token == nil || bt.Token.ID == "" {
+			continue
+		}
+		secret := bootstraptokenv1.BootstrapTokenToSecret(&bt)
+		_, err := cs.CoreV1().Secrets(secret.Namespace).Create(ctx, secret, metav1.CreateOptions{FieldManager: fieldManager})
+		switch {
+		case apierrors.IsAlreadyExists(err):
+		case err != nil:
+			return created, fmt.Errorf("creating InitConfiguration.bootstrapTokens[%d] (id %s): %w", i, bt.Token.ID, err)
+		default:
+			created++
+		}
+	}
+	return created, nil
 }

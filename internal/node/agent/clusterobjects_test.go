@@ -2,10 +2,12 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -144,3 +146,41 @@ controlPlaneEndpoint: 127.0.0.1:40123
 apiVersion: kubeadm.k8s.io/v1beta4
 kind: InitConfiguration
 `
+
+func TestCreateBootstrapTokens(t *testing.T) {
+	ctx := context.Background()
+	// A fresh token ID per run: the API server outlives one test run.
+	id := fmt.Sprintf("t%05d", time.Now().UnixNano()%100000)
+	docs, err := kubeadm.Parse([]byte(`apiVersion: kubeadm.k8s.io/v1beta4
+kind: InitConfiguration
+bootstrapTokens:
+- token: ` + id + `.0123456789abcdef
+  ttl: 1h
+  groups: [system:bootstrappers:kubeadm:default-node-token]
+- description: no value, skipped
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		n, err := createBootstrapTokens(ctx, env.Config, docs.Init.BootstrapTokens)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := 1 - i; n != want {
+			t.Errorf("run %d created %d tokens, want %d", i, n, want)
+		}
+	}
+	admin, _ := kubernetes.NewForConfig(env.Config)
+	s, err := admin.CoreV1().Secrets("kube-system").Get(ctx, "bootstrap-token-"+id, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp, err := time.Parse(time.RFC3339, string(s.Data["expiration"]))
+	if s.Type != corev1.SecretTypeBootstrapToken || string(s.Data["token-secret"]) != "0123456789abcdef" || err != nil || time.Until(exp) > time.Hour || time.Until(exp) < 50*time.Minute {
+		t.Errorf("token secret = %s %v (expiration %v)", s.Type, s.Data, err)
+	}
+	if string(s.Data["auth-extra-groups"]) != "system:bootstrappers:kubeadm:default-node-token" || string(s.Data["usage-bootstrap-authentication"]) != "true" {
+		t.Errorf("token secret data = %v", s.Data)
+	}
+}

@@ -65,6 +65,13 @@ func (a *agent) kubeadmInit(ctx context.Context, path string) error {
 	if err := a.initObjects(ctx, cc); err != nil {
 		return err
 	}
+	n, err := createBootstrapTokens(ctx, a.cp.AdminConfig(), docs.Init.BootstrapTokens)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		a.log.Info("Created bootstrap tokens from the InitConfiguration", "count", n)
+	}
 	if err := a.startControlPlaneKubelet(docs.Init.NodeRegistration); err != nil {
 		return err
 	}

@@ -102,23 +102,26 @@ func (a *agent) discover(ctx context.Context, d kubeadmapi.Discovery) ([]byte, s
 	var caPEM []byte
 	var server string
 	var last error
-	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+	// Attempts run under ctx, not the poll's deadline, so the last error
+	// reported is a real answer rather than the deadline cutting a request.
+	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(context.Context) (bool, error) {
+		fail := func(err error) (bool, error) {
+			last = err
+			return false, nil
+		}
 		insecure := &rest.Config{Host: endpoint, TLSClientConfig: rest.TLSClientConfig{Insecure: true}, Timeout: 10 * time.Second}
 		kc, sig, err := readClusterInfo(ctx, insecure, tokenID)
 		if err != nil {
-			last = err
-			return false, nil
+			return fail(err)
 		}
 		// The signature proves that whoever serves cluster-info knows the
 		// token: the bootstrap signer controller signs it with every
 		// signing token. Kubeadm waits for it the same way.
 		if sig == "" {
-			last = fmt.Errorf("kube-public/cluster-info is not signed for bootstrap token %s yet (the token Secret needs usage-bootstrap-signing and kube-controller-manager's bootstrapsigner controller)", tokenID)
-			return false, nil
+			return fail(fmt.Errorf("kube-public/cluster-info is not signed for bootstrap token %s yet (the token Secret needs usage-bootstrap-signing and kube-controller-manager's bootstrapsigner controller)", tokenID))
 		}
 		if !jws.DetachedTokenIsValid(sig, string(kc), tokenID, tokenSecret) {
-			last = fmt.Errorf("kube-public/cluster-info's signature for bootstrap token %s does not verify: the server does not know this token", tokenID)
-			return false, nil
+			return fail(fmt.Errorf("kube-public/cluster-info's signature for bootstrap token %s does not verify: the server does not know this token", tokenID))
 		}
 		caPEM, server, err = clusterInfoCA(kc)
 		if err != nil {
@@ -133,12 +136,10 @@ func (a *agent) discover(ctx context.Context, d kubeadmapi.Discovery) ([]byte, s
 		verified := &rest.Config{Host: endpoint, TLSClientConfig: rest.TLSClientConfig{CAData: caPEM}, Timeout: 10 * time.Second}
 		again, _, err := readClusterInfo(ctx, verified, tokenID)
 		if err != nil {
-			last = fmt.Errorf("reading cluster-info over verified TLS: %w", err)
-			return false, nil
+			return fail(fmt.Errorf("reading cluster-info over verified TLS: %w", err))
 		}
 		if !bytes.Equal(again, kc) {
-			last = errors.New("cluster-info changed between the unverified and the verified read")
-			return false, nil
+			return fail(errors.New("cluster-info changed between the unverified and the verified read"))
 		}
 		return true, nil
 	})
