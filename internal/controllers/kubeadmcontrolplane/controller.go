@@ -255,8 +255,7 @@ func (r *Reconciler) reconcileCertificates(ctx context.Context, s *scope) (time.
 	if s.certsErr != nil {
 		return 0, s.certsErr
 	}
-	endpoint := "https://" + s.cluster.Spec.ControlPlaneEndpoint.String()
-	if err := certs.EnsureKubeconfig(ctx, r.writer(), s.cluster, endpoint, s.certs.CA, owner); err != nil {
+	if err := certs.EnsureKubeconfig(ctx, r.writer(), s.cluster, s.cluster.Spec.ControlPlaneEndpoint.String(), s.certs.CA, owner); err != nil {
 		return 0, fmt.Errorf("cluster kubeconfig: %w", err)
 	}
 	return 0, nil
