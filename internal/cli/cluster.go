@@ -116,7 +116,11 @@ func clusterProgress(ctx context.Context, c client.Client, namespace, name strin
 	phases := map[string]int{}
 	running := 0
 	for _, m := range machines.Items {
-		phases[m.Status.Phase]++
+		phase := m.Status.Phase
+		if phase == "" {
+			phase = string(clusterv1.MachinePhasePending)
+		}
+		phases[phase]++
 		if m.Status.Phase == string(clusterv1.MachinePhaseRunning) {
 			running++
 		}
@@ -125,9 +129,6 @@ func clusterProgress(ctx context.Context, c client.Client, namespace, name strin
 	if len(phases) > 0 {
 		var parts []string
 		for p, n := range phases {
-			if p == "" {
-				p = "Pending"
-			}
 			parts = append(parts, fmt.Sprintf("%d %s", n, p))
 		}
 		sort.Strings(parts)

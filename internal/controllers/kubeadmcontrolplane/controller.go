@@ -203,6 +203,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		r.reconcileHooks(ctx, s)
 		return ctrl.Result{RequeueAfter: r.hookRetry(s)}, r.reconcileDelete(ctx, s)
 	}
+	if kcp.Labels[clusterv1.ClusterNameLabel] != cluster.Name {
+		// The label is how `kubectl get kcp` shows the cluster, and how
+		// tools find a cluster's control plane.
+		if kcp.Labels == nil {
+			kcp.Labels = map[string]string{}
+		}
+		kcp.Labels[clusterv1.ClusterNameLabel] = cluster.Name
+	}
 	if controllerutil.AddFinalizer(kcp, controlplanev1.KubeadmControlPlaneFinalizer) {
 		// The finalizer is written before anything is created, so nothing
 		// this control plane makes can outlive it.
@@ -212,6 +220,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		r.reconcileCertificates,
 		func(ctx context.Context, s *scope) (time.Duration, error) { return 0, r.readMachines(ctx, s) },
 		r.readTemplate,
+		r.reconcileUpToDate,
 		r.readWorkload,
 		func(ctx context.Context, s *scope) (time.Duration, error) {
 			r.reconcileHooks(ctx, s)

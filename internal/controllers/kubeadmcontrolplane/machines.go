@@ -8,6 +8,7 @@ import (
 	"maps"
 	"reflect"
 	"sort"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,6 +22,7 @@ import (
 	bootstrapv1 "capstan.dev/capstan/api/bootstrap/kubeadm/v1beta2"
 	controlplanev1 "capstan.dev/capstan/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/conditions"
 	"capstan.dev/capstan/internal/contract"
 	"capstan.dev/capstan/internal/plan"
 )
@@ -311,4 +313,21 @@ func (r *Reconciler) reconcileScale(ctx context.Context, s *scope) (time.Duratio
 		return min(s.rolloutDue.Sub(s.now), steadyRecheck), nil
 	}
 	return steadyRecheck, nil
+}
+
+// reconcileUpToDate tells each Machine whether it matches the control
+// plane's spec, through its UpToDate condition (the owner's to write).
+func (r *Reconciler) reconcileUpToDate(ctx context.Context, s *scope) (time.Duration, error) {
+	var errs []error
+	for _, m := range s.machines {
+		cond := metav1.Condition{Type: clusterv1.UpToDateCondition, Status: metav1.ConditionTrue, Reason: clusterv1.UpToDateReason}
+		if len(m.outdated) > 0 {
+			cond = metav1.Condition{Type: clusterv1.UpToDateCondition, Status: metav1.ConditionFalse, Reason: clusterv1.NotUpToDateReason,
+				Message: strings.Join(m.outdated, "; ")}
+		}
+		if err := conditions.Apply(ctx, r.Client, m.machine, clusterv1.GroupVersion.WithKind(clusterv1.MachineKind), cond, FieldManager, s.now); err != nil {
+			errs = append(errs, fmt.Errorf("setting UpToDate on Machine %s: %w", m.machine.Name, err))
+		}
+	}
+	return 0, kerrors.NewAggregate(errs)
 }

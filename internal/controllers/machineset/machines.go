@@ -9,7 +9,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -181,28 +180,7 @@ func propagate(current, desired map[string]string, owned map[string]bool) map[st
 // condition only, so it never disturbs the conditions the Machine controller
 // and MachineHealthChecks write, and it cannot conflict with them.
 func (r *Reconciler) applyCondition(ctx context.Context, m *clusterv1.Machine, cond metav1.Condition, now time.Time) error {
-	old := conditions.Get(m, cond.Type)
-	if old != nil && old.Status == cond.Status && old.Reason == cond.Reason && old.Message == cond.Message {
-		return nil
-	}
-	cond.LastTransitionTime = metav1.NewTime(now.Truncate(time.Second))
-	if old != nil && old.Status == cond.Status {
-		cond.LastTransitionTime = old.LastTransitionTime
-	}
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": clusterv1.GroupVersion.String(),
-		"kind":       clusterv1.MachineKind,
-		"metadata":   map[string]any{"name": m.Name, "namespace": m.Namespace, "uid": string(m.UID)},
-		"status": map[string]any{"conditions": []any{map[string]any{
-			"type": cond.Type, "status": string(cond.Status), "reason": cond.Reason, "message": cond.Message,
-			"lastTransitionTime": cond.LastTransitionTime.UTC().Format(time.RFC3339),
-		}}},
-	}}
-	if err := r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	meta.SetStatusCondition(&m.Status.Conditions, cond)
-	return nil
+	return conditions.Apply(ctx, r.Client, m, clusterv1.GroupVersion.WithKind(clusterv1.MachineKind), cond, FieldManager, now)
 }
 
 // patchMachineStatus writes a change of a Machine's status that mutate
