@@ -19,10 +19,10 @@ all: build
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/capstan
 
-# The main job: build, then start the embedded management plane (detaches
-# once ready and prints how to use it).
+# The main job: build, start the embedded management plane (it detaches
+# once ready) and bring the workload cluster "demo" up on the local provider.
 up: build
-	$(BIN) up
+	$(BIN) up --cluster demo
 
 generate:
 	$(GO) tool controller-gen object paths=./api/...

@@ -36,6 +36,9 @@ type agent struct {
 	status Status
 
 	cp *controlplane.ControlPlane
+	// endpoint is the cluster's control-plane endpoint (host:port), when
+	// the kubeadm configuration names one.
+	endpoint string
 	// kubelet runs under its own context so that it stops before the
 	// control plane on shutdown.
 	kubeletCancel context.CancelFunc

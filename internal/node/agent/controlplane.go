@@ -163,6 +163,8 @@ func (a *agent) startControlPlane(ctx context.Context, cc *kubeadmapi.ClusterCon
 	endpoint := cc.ControlPlaneEndpoint
 	if endpoint == "" {
 		endpoint = a.apiServerAddress()
+	} else {
+		a.endpoint = endpoint
 	}
 	cfg := controlplane.Config{
 		NodeName:                   a.st.NodeName,
@@ -212,15 +214,24 @@ func (a *agent) publishEndpoint() error {
 // leaveLoadBalancer answers the Node's leave-load-balancer annotation: no
 // new connections reach this API server once the load balancer re-read the
 // directory, which it does within its check period.
+//
+// Connections the load balancer already made stay open, and clients keep
+// using them; so the API server then shuts down gracefully, which finishes
+// the requests in flight and sends the clients elsewhere, before the
+// machine answers and its etcd member may be removed.
 func (a *agent) leaveLoadBalancer(ctx context.Context) error {
 	a.log.Info("Leaving the load balancer")
 	a.removeEndpoint()
 	select {
 	case <-time.After(2 * time.Second):
-		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	if a.cp != nil {
+		a.cp.Leave(ctx)
+		a.log.Info("API server stopped; only etcd runs until the machine is removed")
+	}
+	return nil
 }
 
 // startControlPlaneKubelet runs the kubelet of a control-plane machine with
@@ -230,7 +241,12 @@ func (a *agent) startControlPlaneKubelet(reg kubeadmapi.NodeRegistrationOptions)
 	if err != nil {
 		return err
 	}
+	// The kubelet reaches the cluster through the control-plane endpoint,
+	// not its own API server, which stops when the machine leaves.
 	server := "https://" + a.apiServerAddress()
+	if a.endpoint != "" {
+		server = "https://" + a.endpoint
+	}
 	nodeCfg, err := clientConfig(ca, server, "system:node:"+a.st.NodeName, []string{"system:nodes"}, 0)
 	if err != nil {
 		return err
@@ -258,7 +274,7 @@ func (a *agent) startControlPlaneKubelet(reg kubeadmapi.NodeRegistrationOptions)
 	}
 	a.startKubelet(kubelet.Options{
 		Config:       nodeCfg,
-		LabelsClient: a.cp.AdminConfig(),
+		LabelsClient: a.labelsClient(),
 		Labels:       labels,
 		Taints:       taints,
 		StaticPods:   pods,
@@ -336,4 +352,14 @@ func (a *agent) startKubelet(o kubelet.Options) {
 		}
 		a.fatal <- fmt.Errorf("kubelet: %w", err)
 	}()
+}
+
+// labelsClient is the admin identity the kubelet sets restricted labels
+// with, through the control-plane endpoint when there is one.
+func (a *agent) labelsClient() *rest.Config {
+	cfg := a.cp.AdminConfig()
+	if a.endpoint != "" {
+		cfg.Host = "https://" + a.endpoint
+	}
+	return cfg
 }

@@ -76,6 +76,10 @@ type ControlPlane struct {
 	done     chan error
 	stopOnce sync.Once
 	stopping chan struct{}
+	// leaving is closed by Leave: from then on only etcd runs, and the
+	// other components stopping is expected.
+	leaveOnce sync.Once
+	leaving   chan struct{}
 }
 
 // The service account issuer, as kubeadm configures it.
@@ -140,7 +144,7 @@ func Start(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	if err := cfg.writeKubeconfigs(ca, now); err != nil {
 		return nil, err
 	}
-	cp := &ControlPlane{cfg: cfg, done: make(chan error, 1), stopping: make(chan struct{})}
+	cp := &ControlPlane{cfg: cfg, done: make(chan error, 1), stopping: make(chan struct{}), leaving: make(chan struct{})}
 	if cp.admin, err = clientConfig(cfg.local(), ca, certs.Request{CommonName: "kubernetes-admin", Organization: []string{"system:masters"}, Client: true}, now); err != nil {
 		return nil, err
 	}
@@ -196,22 +200,64 @@ func Start(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 	return cp, nil
 }
 
-// watch turns the first fatal failure of any component into Done.
+// watch turns the first fatal failure of any component into Done. Once
+// the machine leaves, only etcd's failures count: the others were stopped.
 func (cp *ControlPlane) watch() {
+	apiStopped, cmDone, schedulerDone := cp.apiStopped, cp.cm.Done(), cp.scheduler.Done()
+	leaving := cp.leaving
 	var err error
+	for err == nil {
+		select {
+		case <-cp.stopping:
+			return
+		case <-leaving:
+			apiStopped, cmDone, schedulerDone, leaving = nil, nil, nil, nil
+		case <-apiStopped:
+			err = fmt.Errorf("kube-apiserver stopped: %v", cp.apiErr)
+		case e := <-cp.etcd.Err():
+			err = fmt.Errorf("etcd stopped: %w", e)
+		case <-cp.etcd.Server.StopNotify():
+			err = errors.New("etcd stopped")
+		case err = <-cmDone:
+			if err == nil {
+				err = errors.New("kube-controller-manager stopped")
+			}
+		case err = <-schedulerDone:
+			if err == nil {
+				err = errors.New("kube-scheduler stopped")
+			}
+		}
+	}
 	select {
 	case <-cp.stopping:
-		return
-	case <-cp.apiStopped:
-		err = fmt.Errorf("kube-apiserver stopped: %v", cp.apiErr)
-	case err = <-cp.etcd.Err():
-		err = fmt.Errorf("etcd stopped: %w", err)
-	case <-cp.etcd.Server.StopNotify():
-		err = errors.New("etcd stopped")
-	case err = <-cp.cm.Done():
-	case err = <-cp.scheduler.Done():
+		// Stop ended it; that is no failure.
+	default:
+		cp.done <- err
 	}
-	cp.done <- err
+}
+
+// Leave takes the machine out of serving before its etcd member is removed:
+// the scheduler and the controllers stop (their leases pass to other
+// machines), then the API server shuts down gracefully — requests in flight
+// finish and clients holding connections are told to go elsewhere — while
+// etcd keeps running until the member is removed or the machine stops.
+func (cp *ControlPlane) Leave(ctx context.Context) {
+	cp.leaveOnce.Do(func() {
+		close(cp.leaving)
+		if cp.stopComponents != nil {
+			cp.stopComponents()
+		}
+		if cp.stopAPIServer != nil {
+			cp.stopAPIServer()
+		}
+	})
+	if cp.apiStopped != nil {
+		select {
+		case <-cp.apiStopped:
+		case <-ctx.Done():
+		case <-time.After(60 * time.Second):
+		}
+	}
 }
 
 func (c *Config) startEtcd(ctx context.Context, p pki) (*embed.Etcd, error) {
