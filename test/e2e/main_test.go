@@ -58,8 +58,25 @@ func newPlane(t testing.TB) *plane {
 		if running, _ := p.running(); running {
 			capstan(t, "down", "--state-dir", p.dir)
 		}
+		killProcessesUnder(p.dir)
 	})
 	return p
+}
+
+// killProcessesUnder kills what a test left running from dir: local
+// machines and load balancers outlive the management plane by design.
+func killProcessesUnder(dir string) {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(cmdline, []byte(dir+"/")) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
 }
 
 func (p *plane) up() string {
