@@ -35,6 +35,10 @@ const (
 	TemplateClonedFromNameAnnotation      = "cluster.x-k8s.io/cloned-from-name"
 	TemplateClonedFromGroupKindAnnotation = "cluster.x-k8s.io/cloned-from-groupkind"
 
+	// MachineCertificatesExpiryDateAnnotation records, in RFC 3339, when a
+	// Machine's control-plane certificates expire.
+	MachineCertificatesExpiryDateAnnotation = "machine.cluster.x-k8s.io/certificates-expiry"
+
 	// PausedAnnotation stops every controller from acting on the object that carries it.
 	PausedAnnotation = "cluster.x-k8s.io/paused"
 

@@ -105,6 +105,13 @@ func (r *Reconciler) outdated(s *scope, m *machineState) []string {
 	if m.config != nil && !reflect.DeepEqual(comparableSpec(m.config.Spec), comparableSpec(kcp.Spec.KubeadmConfigSpec)) {
 		why = append(why, "the KubeadmConfig spec changed")
 	}
+	if days := kcp.Spec.Rollout.Before.CertificatesExpiryDays; days > 0 {
+		if v, ok := m.machine.Annotations[clusterv1.MachineCertificatesExpiryDateAnnotation]; ok {
+			if expiry, err := time.Parse(time.RFC3339, v); err == nil && !s.now.Add(time.Duration(days)*24*time.Hour).Before(expiry) {
+				why = append(why, fmt.Sprintf("certificates expire on %s, within spec.rollout.before.certificatesExpiryDays (%d)", v, days))
+			}
+		}
+	}
 	if after := kcp.Spec.Rollout.After; !after.IsZero() {
 		if !after.After(s.now) && m.machine.CreationTimestamp.Before(&after) {
 			why = append(why, "spec.rollout.after "+after.UTC().Format("2006-01-02T15:04:05Z")+" has passed")

@@ -29,11 +29,12 @@ import (
 
 // Names kubeadm gives things in a workload cluster.
 const (
-	kubeadmConfigMap          = "kubeadm-config"
-	etcdClientURLsAnnotation  = "kubeadm.kubernetes.io/etcd.advertise-client-urls"
-	leaveLoadBalancer         = "capstan.dev/leave-load-balancer"
-	leftLoadBalancer          = "capstan.dev/left-load-balancer"
-	leaveLoadBalancerDeadline = 30 * time.Second
+	kubeadmConfigMap            = "kubeadm-config"
+	etcdClientURLsAnnotation    = "kubeadm.kubernetes.io/etcd.advertise-client-urls"
+	apiServerEndpointAnnotation = "kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint"
+	leaveLoadBalancer           = "capstan.dev/leave-load-balancer"
+	leftLoadBalancer            = "capstan.dev/left-load-balancer"
+	leaveLoadBalancerDeadline   = 30 * time.Second
 )
 
 // controlPlaneComponents are the mirror Pods each control-plane node has.
@@ -126,7 +127,64 @@ func (r *Reconciler) readWorkload(ctx context.Context, s *scope) (time.Duration,
 	}
 	s.components = componentsByNode(pods.Items)
 	s.etcd = r.readEtcd(ctx, s, pods.Items)
-	return 0, nil
+	return 0, r.recordCertificateExpiry(ctx, s, pods.Items)
+}
+
+// recordCertificateExpiry notes on each Machine when its API server's
+// serving certificate expires (Cluster API's certificates-expiry
+// annotation), read once from the certificate the server presents; the
+// rollout's certificatesExpiryDays compares against it.
+func (r *Reconciler) recordCertificateExpiry(ctx context.Context, s *scope, pods []corev1.Pod) error {
+	endpoints := map[string]string{}
+	for _, p := range pods {
+		if p.Labels["component"] == "kube-apiserver" {
+			endpoints[p.Spec.NodeName] = p.Annotations[apiServerEndpointAnnotation]
+		}
+	}
+	var errs []error
+	for _, m := range s.machines {
+		if _, ok := m.machine.Annotations[clusterv1.MachineCertificatesExpiryDateAnnotation]; ok || !m.machine.DeletionTimestamp.IsZero() {
+			continue
+		}
+		endpoint := endpoints[m.nodeName()]
+		if endpoint == "" {
+			continue
+		}
+		expiry, err := servingCertificateExpiry(ctx, endpoint, s.certs.CA)
+		if err != nil {
+			// The machine may still be starting; the next look tries again.
+			continue
+		}
+		before := m.machine.DeepCopy()
+		if m.machine.Annotations == nil {
+			m.machine.Annotations = map[string]string{}
+		}
+		m.machine.Annotations[clusterv1.MachineCertificatesExpiryDateAnnotation] = expiry.UTC().Format(time.RFC3339)
+		if err := r.writer().Patch(ctx, m.machine, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, err)
+		}
+	}
+	return kerrors.NewAggregate(errs)
+}
+
+// servingCertificateExpiry is when the certificate an API server presents
+// expires; the certificate must chain to the cluster CA.
+func servingCertificateExpiry(ctx context.Context, endpoint string, ca *certs.KeyPair) (time.Time, error) {
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.Cert)
+	d := tls.Dialer{Config: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	conn, err := d.DialContext(ctx, "tcp", endpoint)
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer conn.Close()
+	chain := conn.(*tls.Conn).ConnectionState().PeerCertificates
+	if len(chain) == 0 {
+		return time.Time{}, errors.New("no certificate presented")
+	}
+	return chain[0].NotAfter, nil
 }
 
 const metav1NamespaceSystem = "kube-system"

@@ -1,0 +1,87 @@
+package kubeadmcontrolplane
+
+import (
+	"context"
+	"crypto/tls"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	controlplanev1 "capstan.dev/capstan/api/controlplane/kubeadm/v1beta2"
+	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/certs"
+)
+
+func TestOutdated(t *testing.T) {
+	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	kcp := &controlplanev1.KubeadmControlPlane{Spec: controlplanev1.KubeadmControlPlaneSpec{Version: "v1.35.8"}}
+	kcp.Spec.MachineTemplate.Spec.InfrastructureRef = clusterv1.ContractVersionedObjectReference{APIGroup: "infrastructure.cluster.x-k8s.io", Kind: "LocalMachineTemplate", Name: "cp"}
+	machine := func(version, expiry string, created time.Time) *machineState {
+		m := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "m", CreationTimestamp: metav1.NewTime(created), Annotations: map[string]string{}}}
+		m.Spec.Version = version
+		if expiry != "" {
+			m.Annotations[clusterv1.MachineCertificatesExpiryDateAnnotation] = expiry
+		}
+		return &machineState{machine: m}
+	}
+	for _, tc := range []struct {
+		name   string
+		mutate func(*controlplanev1.KubeadmControlPlane)
+		m      *machineState
+		want   string
+	}{
+		{name: "matches", m: machine("v1.35.8", "", now), want: ""},
+		{name: "version", m: machine("v1.35.7", "", now), want: "version v1.35.7, want v1.35.8"},
+		{name: "certificates inside the window", mutate: func(k *controlplanev1.KubeadmControlPlane) { k.Spec.Rollout.Before.CertificatesExpiryDays = 30 },
+			m: machine("v1.35.8", now.Add(10*24*time.Hour).Format(time.RFC3339), now), want: "certificates expire on"},
+		{name: "certificates outside the window", mutate: func(k *controlplanev1.KubeadmControlPlane) { k.Spec.Rollout.Before.CertificatesExpiryDays = 5 },
+			m: machine("v1.35.8", now.Add(10*24*time.Hour).Format(time.RFC3339), now), want: ""},
+		{name: "rollout.after passed", mutate: func(k *controlplanev1.KubeadmControlPlane) { k.Spec.Rollout.After = metav1.NewTime(now.Add(-time.Hour)) },
+			m: machine("v1.35.8", "", now.Add(-2*time.Hour)), want: "spec.rollout.after"},
+		{name: "machine newer than rollout.after", mutate: func(k *controlplanev1.KubeadmControlPlane) { k.Spec.Rollout.After = metav1.NewTime(now.Add(-time.Hour)) },
+			m: machine("v1.35.8", "", now.Add(-time.Minute)), want: ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := kcp.DeepCopy()
+			if tc.mutate != nil {
+				tc.mutate(k)
+			}
+			got := strings.Join((&Reconciler{}).outdated(&scope{kcp: k, now: now}, tc.m), "; ")
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("outdated = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestServingCertificateExpiry(t *testing.T) {
+	now := time.Now()
+	ca, err := certs.NewCA("cluster-ca", now, 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := ca.Issue(certs.Request{CommonName: "kube-apiserver", IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, Server: true, Lifetime: 3 * time.Hour}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(http.NotFoundHandler())
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{leaf.Cert.Raw}, PrivateKey: leaf.Key}}}
+	srv.StartTLS()
+	defer srv.Close()
+	got, err := servingCertificateExpiry(context.Background(), srv.Listener.Addr().String(), ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Equal(leaf.Cert.NotAfter) {
+		t.Errorf("expiry %s, want %s", got, leaf.Cert.NotAfter)
+	}
+	other, _ := certs.NewCA("other", now, time.Hour)
+	if _, err := servingCertificateExpiry(context.Background(), srv.Listener.Addr().String(), other); err == nil {
+		t.Error("a certificate from another CA was believed")
+	}
+}
