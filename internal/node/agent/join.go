@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -342,7 +343,7 @@ func (a *agent) joinControlPlane(ctx context.Context, joinData []byte, join *kub
 		}
 		peerURL := fmt.Sprintf("https://127.0.0.1:%d", a.st.Ports.EtcdPeer)
 		a.log.Info("Adding an etcd member", "name", a.st.NodeName, "peerURL", peerURL, "clientURLs", clientURLs)
-		initial, err := controlplane.AddEtcdMember(ctx, pki, clientURLs, a.st.NodeName, peerURL)
+		initial, err := addEtcdMemberWithRetry(ctx, a.log, pki, clientURLs, a.st.NodeName, peerURL)
 		if err != nil {
 			return fmt.Errorf("adding this machine's etcd member: %w", err)
 		}
@@ -386,4 +387,34 @@ func (a *agent) resume(ctx context.Context) error {
 		return a.startWorkerKubelet(ctx, docs.Join, caPEM)
 	}
 	return fmt.Errorf("saved state (role %q) does not match the saved kubeadm configuration %s", a.st.Role, configCopy)
+}
+
+// etcdMemberAddTimeout bounds how long a join keeps asking etcd to take the
+// new member, as kubeadm does.
+const etcdMemberAddTimeout = 2 * time.Minute
+
+// addEtcdMemberWithRetry adds the member, retrying while etcd refuses
+// because it is not ready for another member yet: etcd turns a member
+// change down ("unhealthy cluster") until every member has been connected
+// for a few seconds, which a member that joined just before has not.
+func addEtcdMemberWithRetry(ctx context.Context, log logr.Logger, pki string, clientURLs []string, name, peerURL string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, etcdMemberAddTimeout)
+	defer cancel()
+	delay := time.Second
+	for {
+		initial, err := controlplane.AddEtcdMember(ctx, pki, clientURLs, name, peerURL)
+		if err == nil {
+			return initial, nil
+		}
+		if ctx.Err() != nil {
+			return "", err
+		}
+		log.Info("etcd did not take the member yet; retrying", "error", err.Error(), "after", delay)
+		select {
+		case <-ctx.Done():
+			return "", err
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 10*time.Second)
+	}
 }
