@@ -1,20 +1,14 @@
 package mgmt
 
 import (
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"time"
+
+	"capstan.dev/capstan/internal/certs"
 )
 
 // The lifetimes of the management plane's own credentials. The CA outlives
@@ -68,85 +62,50 @@ func (p pki) ensure(now time.Time) error {
 	if err := os.MkdirAll(p.dir, 0o700); err != nil {
 		return err
 	}
-	caCert, caKey, err := p.ensureCA(now)
+	ca, err := p.ensureCA(now)
 	if err != nil {
 		return err
 	}
 	for _, l := range []leaf{apiServerServing, etcdServing, etcdClient, adminClient, controllersClient} {
-		if err := p.ensureLeaf(l, caCert, caKey, now); err != nil {
+		if err := p.ensureLeaf(l, ca, now); err != nil {
 			return fmt.Errorf("certificate %s: %w", l.name, err)
 		}
 	}
 	return p.ensureServiceAccountKey()
 }
 
-func (p pki) ensureCA(now time.Time) (*x509.Certificate, crypto.Signer, error) {
-	cert, key, err := loadPair(p.caCert(), p.caKey())
+func (p pki) ensureCA(now time.Time) (*certs.KeyPair, error) {
+	ca, err := certs.Load(p.caCert(), p.caKey())
 	if err == nil {
-		if now.Add(renewBefore).Before(cert.NotAfter) {
-			return cert, key, nil
+		if ca.ValidFor(now, renewBefore) {
+			return ca, nil
 		}
-		return nil, nil, fmt.Errorf("the management plane's CA %s expires on %s; move the state directory aside and start afresh", p.caCert(), cert.NotAfter.Format(time.DateOnly))
+		return nil, fmt.Errorf("the management plane's CA %s expires on %s; move the state directory aside and start afresh", p.caCert(), ca.Cert.NotAfter.Format(time.DateOnly))
 	}
 	if !errors.Is(err, os.ErrNotExist) {
-		return nil, nil, fmt.Errorf("reading the CA: %w", err)
+		return nil, fmt.Errorf("reading the CA: %w", err)
 	}
-	newKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
+	if ca, err = certs.NewCA("capstan-management-ca", now, caLifetime); err != nil {
+		return nil, err
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          newSerial(),
-		Subject:               pkix.Name{CommonName: "capstan-management-ca"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(caLifetime),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, newKey.Public(), newKey)
-	if err != nil {
-		return nil, nil, err
-	}
-	cert, err = x509.ParseCertificate(der)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := writePair(p.caCert(), p.caKey(), der, newKey); err != nil {
-		return nil, nil, err
-	}
-	return cert, newKey, nil
+	return ca, ca.Write(p.caCert(), p.caKey())
 }
 
-func (p pki) ensureLeaf(l leaf, ca *x509.Certificate, caKey crypto.Signer, now time.Time) error {
-	if cert, _, err := loadPair(p.certFile(l), p.keyFile(l)); err == nil &&
-		now.Add(renewBefore).Before(cert.NotAfter) && cert.CheckSignatureFrom(ca) == nil {
+func (p pki) ensureLeaf(l leaf, ca *certs.KeyPair, now time.Time) error {
+	if kp, err := certs.Load(p.certFile(l), p.keyFile(l)); err == nil &&
+		kp.ValidFor(now, renewBefore) && kp.Cert.CheckSignatureFrom(ca.Cert) == nil {
 		return nil
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: newSerial(),
-		Subject:      pkix.Name{CommonName: l.commonName, Organization: l.organization},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(leafLifetime),
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-	}
+	req := certs.Request{CommonName: l.commonName, Organization: l.organization, Server: l.server, Client: l.client, Lifetime: leafLifetime}
 	if l.server {
-		tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageServerAuth)
-		tmpl.DNSNames = []string{"localhost"}
-		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
+		req.DNSNames = []string{"localhost"}
+		req.IPs = []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
 	}
-	if l.client {
-		tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageClientAuth)
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, key.Public(), caKey)
+	kp, err := ca.Issue(req, now)
 	if err != nil {
 		return err
 	}
-	return writePair(p.certFile(l), p.keyFile(l), der, key)
+	return kp.Write(p.certFile(l), p.keyFile(l))
 }
 
 func (p pki) ensureServiceAccountKey() error {
@@ -155,95 +114,16 @@ func (p pki) ensureServiceAccountKey() error {
 			return nil
 		}
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	keyPEM, pubPEM, err := certs.NewServiceAccountKey()
 	if err != nil {
 		return err
 	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
+	if err := writeFileAtomic(p.serviceAccountKey(), keyPEM, 0o600); err != nil {
 		return err
 	}
-	pubDER, err := x509.MarshalPKIXPublicKey(key.Public())
-	if err != nil {
-		return err
-	}
-	if err := writeFileAtomic(p.serviceAccountKey(), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		return err
-	}
-	return writeFileAtomic(p.serviceAccountPub(), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}), 0o644)
-}
-
-func newSerial() *big.Int {
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		panic(err) // crypto/rand does not fail on Linux
-	}
-	return n.Add(n, big.NewInt(1))
-}
-
-func writePair(certPath, keyPath string, der []byte, key *ecdsa.PrivateKey) error {
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return err
-	}
-	// Key first: a crash between the two writes leaves a pair that fails to
-	// load and is made again, never a certificate without its key.
-	if err := writeFileAtomic(keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		return err
-	}
-	return writeFileAtomic(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
-}
-
-func loadPair(certPath, keyPath string) (*x509.Certificate, crypto.Signer, error) {
-	certPEM, err := os.ReadFile(certPath)
-	if err != nil {
-		return nil, nil, err
-	}
-	keyPEM, err := os.ReadFile(keyPath)
-	if err != nil {
-		return nil, nil, err
-	}
-	cb, _ := pem.Decode(certPEM)
-	kb, _ := pem.Decode(keyPEM)
-	if cb == nil || kb == nil {
-		return nil, nil, fmt.Errorf("%s or %s is not PEM", certPath, keyPath)
-	}
-	cert, err := x509.ParseCertificate(cb.Bytes)
-	if err != nil {
-		return nil, nil, err
-	}
-	key, err := x509.ParseECPrivateKey(kb.Bytes)
-	if err != nil {
-		return nil, nil, err
-	}
-	if !key.PublicKey.Equal(cert.PublicKey) {
-		return nil, nil, fmt.Errorf("%s does not match %s", keyPath, certPath)
-	}
-	return cert, key, nil
+	return writeFileAtomic(p.serviceAccountPub(), pubPEM, 0o644)
 }
 
 // writeFileAtomic replaces path in one rename, so that a crash never leaves a
 // half-written file behind.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(perm); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
-}
+var writeFileAtomic = certs.WriteFileAtomic

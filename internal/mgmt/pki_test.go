@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"capstan.dev/capstan/internal/certs"
 )
 
 func readCert(t *testing.T, path string) *x509.Certificate {
@@ -102,7 +104,7 @@ func TestPKIReplacesAHalfWrittenPair(t *testing.T) {
 	if err := p.ensure(time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := loadPair(p.certFile(adminClient), p.keyFile(adminClient)); err != nil {
+	if _, err := certs.Load(p.certFile(adminClient), p.keyFile(adminClient)); err != nil {
 		t.Errorf("pair not repaired: %v", err)
 	}
 }
