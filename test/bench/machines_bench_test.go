@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -15,13 +14,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/manager"
 	"capstan.dev/capstan/internal/testenv"
+	"capstan.dev/capstan/test/fixture"
 	"capstan.dev/capstan/test/provider"
 )
 
@@ -32,22 +30,17 @@ import (
 // and the requests that dominate.
 func BenchmarkMachineDeploymentToRunning(b *testing.B) {
 	const replicas = 20
-	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
-	mgmt, err := testenv.Start()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer mgmt.Stop()
-	wl, err := testenv.Start()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer wl.Stop()
+	fixture.SetLogger()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if err := provider.Install(ctx, mgmt.Client); err != nil {
+	planes, stop, err := fixture.StartPlanes(ctx)
+	if err != nil {
 		b.Fatal(err)
 	}
+	defer stop()
+	mgmt, wl := planes.Mgmt, planes.Workload
+	// The benchmark waits through the manager's cache, so that waiting
+	// adds no API requests to the count.
 	mgr, err := manager.New(mgmt.Config, manager.Options{MetricsAddr: "0", ProbeAddr: "0"})
 	if err != nil {
 		b.Fatal(err)

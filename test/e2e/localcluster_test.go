@@ -316,4 +316,3 @@ func tail(s string, lines int) string {
 	}
 	return strings.Join(parts, "\n")
 }
-

@@ -7,10 +7,8 @@ package integration
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,42 +18,31 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/manager"
 	"capstan.dev/capstan/internal/testenv"
+	"capstan.dev/capstan/test/fixture"
 	"capstan.dev/capstan/test/provider"
 )
 
-var mgmt, wl *testenv.Env
+var (
+	planes   *fixture.Planes
+	mgmt, wl *testenv.Env
+)
 
 func TestMain(m *testing.M) {
-	if os.Getenv("CAPSTAN_TEST_LOGS") != "" {
-		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
-	} else {
-		ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
-	}
+	fixture.SetLogger()
 	code := func() int {
-		var err error
-		if mgmt, err = testenv.Start(); err != nil {
+		p, stop, err := fixture.StartPlanes(context.Background())
+		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		defer mgmt.Stop()
-		if wl, err = testenv.Start(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer wl.Stop()
-		if err := provider.Install(context.Background(), mgmt.Client); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
+		defer stop()
+		planes, mgmt, wl = p, p.Mgmt, p.Workload
 		return m.Run()
 	}()
 	os.Exit(code)
@@ -65,34 +52,16 @@ func TestMain(m *testing.M) {
 // returned function stops them.
 func startManager(t *testing.T) (stop func()) {
 	t.Helper()
-	mgr, err := manager.New(mgmt.Config, manager.Options{MetricsAddr: "0", ProbeAddr: "0", AllowRestartInProcess: true})
+	stop, err := planes.StartManager(context.Background(), manager.Options{AllowRestartInProcess: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := (&provider.Provisioner{Client: mgr.GetClient(), Workload: wl.Client}).SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}()
-	var once sync.Once
-	return func() { once.Do(func() { cancel(); <-done }) }
+	return stop
 }
 
 func eventually(t *testing.T, what string, timeout time.Duration, check func() string) {
 	t.Helper()
-	why := ""
-	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		why = check()
-		return why == "", nil
-	}); err != nil {
-		t.Fatalf("%s: %s", what, why)
-	}
+	fixture.Eventually(t, what, timeout, check)
 }
 
 func machines(t *testing.T, ns string) []clusterv1.Machine {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,12 +14,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	bootstrapv1 "capstan.dev/capstan/api/bootstrap/kubeadm/v1beta2"
@@ -31,6 +28,7 @@ import (
 	"capstan.dev/capstan/internal/node/cloudinit"
 	"capstan.dev/capstan/internal/testenv"
 	"capstan.dev/capstan/internal/workload"
+	"capstan.dev/capstan/test/fixture"
 )
 
 // mgmt is the management cluster; workloadEnv stands in for the workload
@@ -41,24 +39,16 @@ var mgmt, workloadEnv *testenv.Env
 const tokenTTL = 6 * time.Second
 
 func TestMain(m *testing.M) {
-	if os.Getenv("CAPSTAN_TEST_LOGS") != "" {
-		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
-	} else {
-		ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
-	}
+	fixture.SetLogger()
 	ctx, cancel := context.WithCancel(context.Background())
 	code := func() int {
-		var err error
-		if mgmt, err = testenv.Start(); err != nil {
+		p, stop, err := fixture.StartPlanes(ctx)
+		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		defer mgmt.Stop()
-		if workloadEnv, err = testenv.Start(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer workloadEnv.Stop()
+		defer stop()
+		mgmt, workloadEnv = p.Mgmt, p.Workload
 		mgr, err := ctrl.NewManager(mgmt.Config, ctrl.Options{
 			Scheme:                 mgmt.Scheme,
 			Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -97,13 +87,7 @@ func TestMain(m *testing.M) {
 
 func eventually(t *testing.T, what string, check func(ctx context.Context) string) {
 	t.Helper()
-	why := ""
-	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		why = check(context.Background())
-		return why == "", nil
-	}); err != nil {
-		t.Fatalf("%s: %s", what, why)
-	}
+	fixture.Eventually(t, what, 30*time.Second, func() string { return check(context.Background()) })
 }
 
 type clusterOpts struct {

@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 		}
 		defer stop()
 		planes = p
-		if err := p.StartManager(ctx, manager.Options{}); err != nil {
+		if _, err := p.StartManager(ctx, manager.Options{}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}

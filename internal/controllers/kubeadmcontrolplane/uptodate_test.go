@@ -41,9 +41,13 @@ func TestOutdated(t *testing.T) {
 			m: machine("v1.35.8", now.Add(10*24*time.Hour).Format(time.RFC3339), now), want: "certificates expire on"},
 		{name: "certificates outside the window", mutate: func(k *controlplanev1.KubeadmControlPlane) { k.Spec.Rollout.Before.CertificatesExpiryDays = 5 },
 			m: machine("v1.35.8", now.Add(10*24*time.Hour).Format(time.RFC3339), now), want: ""},
-		{name: "rollout.after passed", mutate: func(k *controlplanev1.KubeadmControlPlane) { k.Spec.Rollout.After = metav1.NewTime(now.Add(-time.Hour)) },
+		{name: "rollout.after passed", mutate: func(k *controlplanev1.KubeadmControlPlane) {
+			k.Spec.Rollout.After = metav1.NewTime(now.Add(-time.Hour))
+		},
 			m: machine("v1.35.8", "", now.Add(-2*time.Hour)), want: "spec.rollout.after"},
-		{name: "machine newer than rollout.after", mutate: func(k *controlplanev1.KubeadmControlPlane) { k.Spec.Rollout.After = metav1.NewTime(now.Add(-time.Hour)) },
+		{name: "machine newer than rollout.after", mutate: func(k *controlplanev1.KubeadmControlPlane) {
+			k.Spec.Rollout.After = metav1.NewTime(now.Add(-time.Hour))
+		},
 			m: machine("v1.35.8", "", now.Add(-time.Minute)), want: ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

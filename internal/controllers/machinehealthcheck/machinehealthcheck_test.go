@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,15 +18,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/controllers/machinehealthcheck"
 	"capstan.dev/capstan/internal/manager"
 	"capstan.dev/capstan/internal/plan"
 	"capstan.dev/capstan/internal/testenv"
+	"capstan.dev/capstan/test/fixture"
 	"capstan.dev/capstan/test/provider"
 )
 
@@ -36,48 +34,26 @@ import (
 var mgmt, wl *testenv.Env
 
 func TestMain(m *testing.M) {
-	if os.Getenv("CAPSTAN_TEST_LOGS") != "" {
-		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
-	} else {
-		ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
-	}
+	fixture.SetLogger()
 	ctx, cancel := context.WithCancel(context.Background())
 	code := func() int {
-		var err error
-		if mgmt, err = testenv.Start(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer mgmt.Stop()
-		if wl, err = testenv.Start(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer wl.Stop()
-		if err := provider.Install(ctx, mgmt.Client); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		if err := installRemediationKinds(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		mgr, err := manager.New(mgmt.Config, manager.Options{MetricsAddr: "0", ProbeAddr: "0"})
+		p, stop, err := fixture.StartPlanes(ctx)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		if err := (&provider.Provisioner{Client: mgr.GetClient(), Workload: wl.Client}).SetupWithManager(mgr); err != nil {
+		defer stop()
+		mgmt, wl = p.Mgmt, p.Workload
+		if err := installRemediationKinds(ctx); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
 		// manager.New registers the MachineHealthCheck controller with the
 		// others, as a user runs it.
-		go func() {
-			if err := mgr.Start(ctx); err != nil {
-				fmt.Fprintln(os.Stderr, "manager:", err)
-			}
-		}()
+		if _, err := p.StartManager(ctx, manager.Options{}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
 		return m.Run()
 	}()
 	cancel()
@@ -111,22 +87,12 @@ func installRemediationKinds(ctx context.Context) error {
 
 func eventually(t *testing.T, what string, timeout time.Duration, check func() string) {
 	t.Helper()
-	why := ""
-	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		why = check()
-		return why == "", nil
-	}); err != nil {
-		t.Fatalf("%s: %s", what, why)
-	}
+	fixture.Eventually(t, what, timeout, check)
 }
 
 func consistently(t *testing.T, what string, d time.Duration, check func() string) {
 	t.Helper()
-	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
-		if why := check(); why != "" {
-			t.Fatalf("%s: %s", what, why)
-		}
-	}
+	fixture.Consistently(t, what, d, check)
 }
 
 func machines(t *testing.T, ns string) []clusterv1.Machine {

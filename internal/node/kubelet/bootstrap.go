@@ -106,7 +106,7 @@ func Bootstrap(ctx context.Context, bootstrap *rest.Config, nodeName, certDir st
 			Usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
 		},
 	}
-	if _, err := client.CertificatesV1().CertificateSigningRequests().Create(ctx, csr, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := createRetrying(ctx, client, csr); err != nil {
 		return nil, fmt.Errorf("kubelet bootstrap: creating CertificateSigningRequest %s for %s: %w", csr.Name, NodeUser(nodeName), err)
 	}
 
@@ -198,4 +198,36 @@ func waitForCertificate(ctx context.Context, client kubernetes.Interface, name s
 		return nil, err
 	}
 	return certPEM, nil
+}
+
+// createRetrying creates the request, retrying, as long as ctx allows, the
+// failures that pass: a control plane whose etcd is taking a new member
+// cannot write for a few seconds, and a load balancer may briefly have no
+// healthy API server. Refusals (forbidden, invalid) are returned at once.
+func createRetrying(ctx context.Context, client kubernetes.Interface, csr *certificatesv1.CertificateSigningRequest) error {
+	delay := 500 * time.Millisecond
+	for {
+		_, err := client.CertificatesV1().CertificateSigningRequests().Create(ctx, csr, metav1.CreateOptions{})
+		if err == nil || apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		if !transient(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 5*time.Second)
+	}
+}
+
+// transient tells the errors worth retrying from the refusals.
+func transient(err error) bool {
+	switch {
+	case apierrors.IsForbidden(err), apierrors.IsUnauthorized(err), apierrors.IsInvalid(err), apierrors.IsBadRequest(err):
+		return false
+	}
+	return true
 }
