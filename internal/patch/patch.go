@@ -90,6 +90,20 @@ func (h *Helper) Patch(ctx context.Context, obj client.Object) error {
 			return fmt.Errorf("patching %s: %w", obj.GetName(), err)
 		}
 		obj.SetResourceVersion(target.GetResourceVersion())
+		if gen := target.GetGeneration(); gen != obj.GetGeneration() {
+			// The controller changed the spec it is reporting on: what it
+			// observed is the spec it just wrote.
+			if bumpObservedGeneration(afterStatus, obj.GetGeneration(), gen) {
+				raw, err := json.Marshal(map[string]any{"status": afterStatus})
+				if err != nil {
+					return err
+				}
+				if err := json.Unmarshal(raw, obj); err != nil {
+					return err
+				}
+			}
+			obj.SetGeneration(gen)
+		}
 	}
 	if !reflect.DeepEqual(beforeStatus, afterStatus) && h.ownedConditions != nil {
 		if err := h.applyStatus(ctx, obj, afterStatus); err != nil {
@@ -223,4 +237,40 @@ func withResourceVersion(body []byte, rv string) ([]byte, error) {
 	}
 	md["resourceVersion"] = rv
 	return json.Marshal(p)
+}
+
+// bumpObservedGeneration moves the status's observedGeneration, and its
+// conditions', from old to gen, and tells whether it moved any.
+func bumpObservedGeneration(status any, old, gen int64) bool {
+	st, ok := status.(map[string]any)
+	if !ok {
+		return false
+	}
+	moved := false
+	bump := func(m map[string]any) {
+		if v, ok := m["observedGeneration"]; ok && toInt64(v) == old {
+			m["observedGeneration"] = float64(gen)
+			moved = true
+		}
+	}
+	bump(st)
+	conds, _ := st["conditions"].([]any)
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok {
+			bump(m)
+		}
+	}
+	return moved
+}
+
+func toInt64(v any) int64 {
+	switch n := v.(type) {
+	case int64:
+		return n
+	case float64:
+		return int64(n)
+	case int:
+		return int64(n)
+	}
+	return -1
 }

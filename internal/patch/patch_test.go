@@ -154,3 +154,32 @@ func TestOwnedConditionsKeepOthersEntries(t *testing.T) {
 		t.Errorf("status after apply: %+v", got.Status)
 	}
 }
+
+// A controller that changes the spec it reports on observed that new spec:
+// the status it writes in the same Patch carries the new generation.
+func TestOwnSpecChangeIsObserved(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t)
+	h, _ := patch.NewHelper(c, env.Client)
+	c.Spec.ClusterNetwork.ServiceDomain = "example.local"
+	c.Status.ObservedGeneration = c.Generation
+	meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: "Paused", Status: metav1.ConditionFalse, Reason: "NotPaused", ObservedGeneration: c.Generation})
+	if err := h.Patch(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	got := &clusterv1.Cluster{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Generation != 2 || got.Status.ObservedGeneration != 2 || got.Status.Conditions[0].ObservedGeneration != 2 {
+		t.Errorf("generation %d, observedGeneration %d, condition's %d; want all 2", got.Generation, got.Status.ObservedGeneration, got.Status.Conditions[0].ObservedGeneration)
+	}
+	rv := got.ResourceVersion
+	if err := h.Patch(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	_ = env.Client.Get(ctx, client.ObjectKeyFromObject(c), got)
+	if got.ResourceVersion != rv {
+		t.Error("a second patch without changes wrote")
+	}
+}

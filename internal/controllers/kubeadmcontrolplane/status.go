@@ -47,10 +47,11 @@ func (r *Reconciler) updateStatus(s *scope) {
 		var ready, available, upToDate int32
 		var versions []*version.Version
 		for _, m := range s.machines {
-			if conditions.IsTrue(m.machine, clusterv1.ReadyCondition) {
+			going := !m.machine.DeletionTimestamp.IsZero()
+			if !going && conditions.IsTrue(m.machine, clusterv1.ReadyCondition) {
 				ready++
 			}
-			if conditions.IsTrue(m.machine, clusterv1.AvailableCondition) {
+			if !going && conditions.IsTrue(m.machine, clusterv1.AvailableCondition) {
 				available++
 			}
 			if len(m.outdated) == 0 && m.machine.DeletionTimestamp.IsZero() {

@@ -22,10 +22,14 @@ func (r *Reconciler) updateStatus(s *scope) {
 	if s.machinesRead {
 		var ready, available, upToDate int32
 		for _, m := range s.machines {
-			if conditions.IsTrue(m, clusterv1.ReadyCondition) {
+			// A Machine being deleted serves no longer, whatever its
+			// conditions say until the Machine controller looks again:
+			// counting it would let a rollout take one more away.
+			going := !m.DeletionTimestamp.IsZero()
+			if !going && conditions.IsTrue(m, clusterv1.ReadyCondition) {
 				ready++
 			}
-			if conditions.IsTrue(m, clusterv1.AvailableCondition) {
+			if !going && conditions.IsTrue(m, clusterv1.AvailableCondition) {
 				available++
 			}
 			if conditions.IsTrue(m, clusterv1.UpToDateCondition) {
