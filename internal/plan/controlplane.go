@@ -29,6 +29,27 @@ type ControlPlaneMachine struct {
 	// ComponentsHealthy is true when its API server, controller manager and
 	// scheduler report healthy.
 	ComponentsHealthy bool
+	// NeedsRemediation is true when a health check asked the control plane
+	// to replace the Machine (OwnerRemediated=False).
+	NeedsRemediation bool
+	// RemediationRetry counts the remediations in a row this Machine's
+	// failure would be: 0 for a Machine that was healthy for long enough,
+	// one more than its predecessor's count for a replacement that failed
+	// within the minimum healthy period.
+	RemediationRetry int
+}
+
+// ControlPlaneRemediation are the limits on replacing unhealthy Machines.
+type ControlPlaneRemediation struct {
+	// MaxRetry, when set, is how many remediations in a row a failing
+	// Machine's replacements may get.
+	MaxRetry *int
+	// RetryPeriod is the least time between a remediation and the next
+	// retry of the same failure.
+	RetryPeriod time.Duration
+	// Last is when the control plane last remediated a Machine; Now is the
+	// clock.
+	Last, Now time.Time
 }
 
 // ControlPlaneState is the input of DecideControlPlane.
@@ -45,6 +66,7 @@ type ControlPlaneState struct {
 	// that belong to no Machine (left over by a failure); -1 when etcd could
 	// not be asked.
 	EtcdMembers int
+	Remediation ControlPlaneRemediation
 }
 
 // ControlPlaneActionKind names what the control plane should do next.
@@ -61,6 +83,9 @@ const (
 	ControlPlaneScaleUp ControlPlaneActionKind = "ScaleUp"
 	// ControlPlaneScaleDown deletes Machine.
 	ControlPlaneScaleDown ControlPlaneActionKind = "ScaleDown"
+	// ControlPlaneRemediate deletes the unhealthy Machine; a later step
+	// replaces it.
+	ControlPlaneRemediate ControlPlaneActionKind = "Remediate"
 )
 
 // ControlPlaneAction is the one step DecideControlPlane chooses. A control
@@ -75,6 +100,11 @@ type ControlPlaneAction struct {
 	// RollingOut is true when the step is part of replacing outdated
 	// Machines.
 	RollingOut bool
+	// Remediating is true while Machines wait for remediation; with Kind
+	// Wait, Reason says why they may not be remediated now, and RetryAt,
+	// when set, is when that changes.
+	Remediating bool
+	RetryAt     time.Time
 	// Reason explains the choice, or why nothing may be done.
 	Reason string
 }
@@ -96,6 +126,9 @@ func DecideControlPlane(s ControlPlaneState) ControlPlaneAction {
 		if m.Deleting {
 			return ControlPlaneAction{Kind: ControlPlaneWait, Reason: fmt.Sprintf("waiting for Machine %s to be deleted", m.Name)}
 		}
+	}
+	if a, ok := s.remediate(); ok {
+		return a
 	}
 	n := len(s.Machines)
 	if n == 0 {
@@ -127,6 +160,78 @@ func DecideControlPlane(s ControlPlaneState) ControlPlaneAction {
 		return s.scaleDown(s.Machines, false, fmt.Sprintf("scaling down from %d to %d", n, s.Replicas))
 	}
 	return ControlPlaneAction{Kind: ControlPlaneSteady}
+}
+
+// remediate decides about Machines a health check marked: one at a time,
+// never the last etcd member, never when the members left would lose their
+// healthy majority, within maxRetry and retryPeriod. It reports false when
+// no Machine needs remediation.
+func (s ControlPlaneState) remediate() (ControlPlaneAction, bool) {
+	var candidates []ControlPlaneMachine
+	for _, m := range s.Machines {
+		if m.NeedsRemediation && !m.Deleting {
+			candidates = append(candidates, m)
+		}
+	}
+	if len(candidates) == 0 {
+		return ControlPlaneAction{}, false
+	}
+	// Machines whose etcd is sickest go first; then the oldest.
+	victim := slices.MinFunc(candidates, func(a, b ControlPlaneMachine) int {
+		if c := cmp.Compare(rank(a), rank(b)); c != 0 {
+			return c
+		}
+		if c := a.Created.Compare(b.Created); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Name, b.Name)
+	})
+	wait := func(why string) (ControlPlaneAction, bool) {
+		return ControlPlaneAction{Kind: ControlPlaneWait, Machine: victim.Name, Remediating: true,
+			Reason: "cannot remediate Machine " + victim.Name + ": " + why}, true
+	}
+	r := s.Remediation
+	if r.MaxRetry != nil && victim.RemediationRetry > *r.MaxRetry {
+		return wait(fmt.Sprintf("it replaces Machines that failed %d times in a row, more than spec.remediation.maxRetry (%d); fix the cause, then delete it by hand", victim.RemediationRetry, *r.MaxRetry))
+	}
+	if victim.RemediationRetry > 0 && !r.Last.IsZero() && r.Now.Before(r.Last.Add(r.RetryPeriod)) {
+		a, _ := wait(fmt.Sprintf("the last remediation was at %s and spec.remediation.retryPeriodSeconds asks to wait until %s",
+			r.Last.UTC().Format(time.RFC3339), r.Last.Add(r.RetryPeriod).UTC().Format(time.RFC3339)))
+		a.RetryAt = r.Last.Add(r.RetryPeriod)
+		return a, true
+	}
+	if s.Initialized && len(s.Machines) <= 1 {
+		return wait("it is the control plane's only Machine, and removing it would lose the cluster's only etcd member; scale the control plane to 3 to make it remediable")
+	}
+	members, healthy := 0, 0
+	for _, m := range s.Machines {
+		if m.Name == victim.Name || !m.EtcdMember {
+			continue
+		}
+		members++
+		if m.EtcdHealthy {
+			healthy++
+		}
+	}
+	if s.EtcdMembers >= 0 {
+		members += max(s.EtcdMembers-s.memberCount(), 0)
+	}
+	// A Machine without an etcd member takes none away.
+	if s.Initialized && victim.EtcdMember && members > 0 && healthy <= members/2 {
+		return wait(fmt.Sprintf("without it etcd would have %d healthy of %d members, which is no quorum", healthy, members))
+	}
+	return ControlPlaneAction{Kind: ControlPlaneRemediate, Machine: victim.Name, Remediating: true,
+		Reason: fmt.Sprintf("Machine %s is unhealthy", victim.Name)}, true
+}
+
+func rank(m ControlPlaneMachine) int {
+	switch {
+	case !m.EtcdMember:
+		return 0
+	case !m.EtcdHealthy:
+		return 1
+	}
+	return 2
 }
 
 func (s ControlPlaneState) scaleUp(rolling bool, why string) ControlPlaneAction {

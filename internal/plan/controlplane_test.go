@@ -163,3 +163,57 @@ func slicesIndex(ms []ControlPlaneMachine, name string) int {
 	}
 	return -1
 }
+
+func TestDecideControlPlaneRemediation(t *testing.T) {
+	now := t0.Add(time.Hour)
+	dead := cpm("b", "", 2, true)
+	dead.NeedsRemediation, dead.EtcdHealthy, dead.ComponentsHealthy = true, false, false
+	deadNoMember := cpm("c", "", 3, true)
+	deadNoMember.NeedsRemediation, deadNoMember.EtcdMember, deadNoMember.EtcdHealthy = true, false, false
+	sick := cpm("c", "", 3, true)
+	sick.EtcdHealthy = false
+	retried := dead
+	retried.RemediationRetry = 3
+	two := 2
+	three := 3
+	tests := []struct {
+		name     string
+		state    ControlPlaneState
+		kind     ControlPlaneActionKind
+		machine  string
+		inReason string
+		retryAt  time.Time
+	}{
+		{name: "one dead of three is remediated", state: ControlPlaneState{Replicas: 3, Initialized: true, EtcdMembers: 3,
+			Machines: []ControlPlaneMachine{cpm("a", "", 1, true), dead, cpm("c", "", 3, true)}}, kind: ControlPlaneRemediate, machine: "b"},
+		{name: "the machine without an etcd member goes first", state: ControlPlaneState{Replicas: 3, Initialized: true, EtcdMembers: 2,
+			Machines: []ControlPlaneMachine{cpm("a", "", 1, true), dead, deadNoMember}}, kind: ControlPlaneRemediate, machine: "c"},
+		{name: "quorum would be lost", state: ControlPlaneState{Replicas: 3, Initialized: true, EtcdMembers: 3,
+			Machines: []ControlPlaneMachine{cpm("a", "", 1, true), dead, sick}}, kind: ControlPlaneWait, machine: "b", inReason: "1 healthy of 2 members, which is no quorum"},
+		{name: "the only machine is not remediated", state: ControlPlaneState{Replicas: 1, Initialized: true, EtcdMembers: 1,
+			Machines: []ControlPlaneMachine{func() ControlPlaneMachine { m := dead; return m }()}}, kind: ControlPlaneWait, machine: "b", inReason: "only Machine"},
+		{name: "maxRetry exceeded", state: ControlPlaneState{Replicas: 3, Initialized: true, EtcdMembers: 3, Remediation: ControlPlaneRemediation{MaxRetry: &two, Now: now},
+			Machines: []ControlPlaneMachine{cpm("a", "", 1, true), retried, cpm("c", "", 3, true)}}, kind: ControlPlaneWait, machine: "b", inReason: "more than spec.remediation.maxRetry (2)"},
+		{name: "maxRetry not exceeded", state: ControlPlaneState{Replicas: 3, Initialized: true, EtcdMembers: 3, Remediation: ControlPlaneRemediation{MaxRetry: &three, Now: now},
+			Machines: []ControlPlaneMachine{cpm("a", "", 1, true), retried, cpm("c", "", 3, true)}}, kind: ControlPlaneRemediate, machine: "b"},
+		{name: "retry period not over", state: ControlPlaneState{Replicas: 3, Initialized: true, EtcdMembers: 3,
+			Remediation: ControlPlaneRemediation{RetryPeriod: 10 * time.Minute, Last: now.Add(-time.Minute), Now: now},
+			Machines:    []ControlPlaneMachine{cpm("a", "", 1, true), retried, cpm("c", "", 3, true)}}, kind: ControlPlaneWait, machine: "b", inReason: "retryPeriodSeconds", retryAt: now.Add(9 * time.Minute)},
+		{name: "retry period over", state: ControlPlaneState{Replicas: 3, Initialized: true, EtcdMembers: 3,
+			Remediation: ControlPlaneRemediation{RetryPeriod: 10 * time.Minute, Last: now.Add(-10 * time.Minute), Now: now},
+			Machines:    []ControlPlaneMachine{cpm("a", "", 1, true), retried, cpm("c", "", 3, true)}}, kind: ControlPlaneRemediate, machine: "b"},
+		{name: "after the remediation the healthy two are joined by a replacement", state: ControlPlaneState{Replicas: 3, Initialized: true, EtcdMembers: 2,
+			Machines: []ControlPlaneMachine{cpm("a", "", 1, true), cpm("c", "", 3, true)}}, kind: ControlPlaneScaleUp},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := DecideControlPlane(tc.state)
+			if got.Kind != tc.kind || got.Machine != tc.machine || !got.RetryAt.Equal(tc.retryAt) {
+				t.Fatalf("got %+v, want kind %s machine %q retryAt %s", got, tc.kind, tc.machine, tc.retryAt)
+			}
+			if !strings.Contains(got.Reason, tc.inReason) {
+				t.Errorf("reason %q does not contain %q", got.Reason, tc.inReason)
+			}
+		})
+	}
+}

@@ -209,6 +209,12 @@ func (r *Reconciler) createMachine(ctx context.Context, s *scope, init bool, fai
 	}
 	annotations[controlplanev1.KubeadmClusterConfigurationAnnotation] = clusterCfg
 	annotations[controlplanev1.PreTerminateHookCleanupAnnotation] = ""
+	// A replacement for a remediated Machine carries the remediation's
+	// record, so that its own failure counts as a retry.
+	inProgress, remediating := kcp.Annotations[controlplanev1.RemediationInProgressAnnotation]
+	if remediating {
+		annotations[controlplanev1.RemediationForAnnotation] = inProgress
+	}
 	tmpl := kcp.Spec.MachineTemplate.Spec
 	m := &clusterv1.Machine{
 		ObjectMeta: metav1.ObjectMeta{Namespace: kcp.Namespace, Name: name, Labels: labels, Annotations: annotations,
@@ -230,6 +236,9 @@ func (r *Reconciler) createMachine(ctx context.Context, s *scope, init bool, fai
 	if err := r.writer().Create(ctx, m); err != nil {
 		return nil, undo(fmt.Errorf("creating Machine %s: %w", name, err))
 	}
+	if remediating {
+		delete(kcp.Annotations, controlplanev1.RemediationInProgressAnnotation)
+	}
 	ctrl.FromContext(ctx).Info("Created control-plane Machine", "Machine", name, "init", init, "failureDomain", failureDomain)
 	return m, nil
 }
@@ -241,6 +250,7 @@ func planState(s *scope) plan.ControlPlaneState {
 		MaxSurge:    maxSurge(s.kcp),
 		Initialized: s.initialized,
 		EtcdMembers: -1,
+		Remediation: remediationParams(s),
 	}
 	if s.etcd.err == nil && s.etcd.read {
 		in.EtcdMembers = len(s.etcd.members)
@@ -264,6 +274,8 @@ func planState(s *scope) plan.ControlPlaneState {
 			EtcdMember:        member != nil,
 			EtcdHealthy:       member != nil && member.healthy,
 			ComponentsHealthy: health.healthy(),
+			NeedsRemediation:  needsRemediation(m.machine),
+			RemediationRetry:  remediationRetry(s, m.machine),
 		})
 	}
 	return in
@@ -313,7 +325,20 @@ func (r *Reconciler) reconcileScale(ctx context.Context, s *scope) (time.Duratio
 			m.machine.DeletionTimestamp = &metav1.Time{Time: s.now}
 		}
 		return unsettledRetry, nil
+	case plan.ControlPlaneRemediate:
+		for _, m := range s.machines {
+			if m.machine.Name == s.action.Machine {
+				if err := r.remediate(ctx, s, m); err != nil {
+					s.actionErr = err
+					return 0, err
+				}
+			}
+		}
+		return unsettledRetry, nil
 	case plan.ControlPlaneWait:
+		if !s.action.RetryAt.IsZero() {
+			return max(s.action.RetryAt.Sub(s.now), time.Second), nil
+		}
 		return unsettledRetry, nil
 	}
 	if !s.rolloutDue.IsZero() {

@@ -90,6 +90,9 @@ func (r *Reconciler) updateStatus(s *scope) {
 
 	r.healthConditions(s, set)
 	r.scalingConditions(s, set)
+	if s.machinesRead {
+		set(remediatingCondition(s))
+	}
 
 	if kcp.DeletionTimestamp.IsZero() {
 		set(metav1.Condition{Type: controlplanev1.KubeadmControlPlaneDeletingCondition, Status: metav1.ConditionFalse, Reason: clusterv1.NotDeletingReason})

@@ -431,7 +431,9 @@ func (r *Reconciler) leftLoadBalancer(ctx context.Context, s *scope, m *machineS
 	if err := s.workload.Get(ctx, client.ObjectKey{Name: nodeName}, node); err != nil {
 		return apierrors.IsNotFound(err)
 	}
-	if node.Annotations[leftLoadBalancer] == "true" {
+	if node.Annotations[leftLoadBalancer] == "true" || !nodeReady(node) {
+		// A machine whose kubelet does not report cannot answer, and its
+		// API server is not serving either.
 		return true
 	}
 	first, _ := r.leaveRequested.LoadOrStore(m.machine.UID, s.now)
@@ -461,4 +463,13 @@ func (r *Reconciler) hookRetry(s *scope) time.Duration {
 		}
 	}
 	return 0
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
