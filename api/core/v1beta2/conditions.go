@@ -140,12 +140,12 @@ const (
 	RemediatingReason    = "Remediating"
 	NotRemediatingReason = "NotRemediating"
 
-	DeletingReason          = "Deleting"
+	DeletingReason = "Deleting"
 	// MachineDeletingWaitingForPreTerminateHookReason: the Machine is drained
 	// and waits for its pre-terminate hooks; owners with such a hook act then.
 	MachineDeletingWaitingForPreTerminateHookReason = "WaitingForPreTerminateHook"
-	NotDeletingReason       = "NotDeleting"
-	DeletionCompletedReason = "DeletionCompleted"
+	NotDeletingReason                               = "NotDeleting"
+	DeletionCompletedReason                         = "DeletionCompleted"
 
 	PausedReason    = "Paused"
 	NotPausedReason = "NotPaused"
