@@ -279,9 +279,9 @@ func (r *Reconciler) readEtcd(ctx context.Context, s *scope, pods []corev1.Pod) 
 		return etcdState{err: err}
 	}
 	defer cli.Close()
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	listCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	list, err := cli.MemberList(ctx)
+	list, err := cli.MemberList(listCtx)
 	if err != nil {
 		return etcdState{err: fmt.Errorf("listing etcd members: %w", err)}
 	}
@@ -294,7 +294,11 @@ func (r *Reconciler) readEtcd(ctx context.Context, s *scope, pods []corev1.Pod) 
 		case len(m.ClientURLs) == 0:
 			em.problem = "has not started"
 		default:
-			status, err := cli.Status(ctx, m.ClientURLs[0])
+			// Each member gets its own deadline: a dead one must not use up
+			// the time the others need to answer.
+			statusCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			status, err := cli.Status(statusCtx, m.ClientURLs[0])
+			cancel()
 			if err != nil {
 				em.problem = err.Error()
 				break

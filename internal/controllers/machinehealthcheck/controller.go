@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -166,6 +167,8 @@ type scope struct {
 	// initialized, workload unreachable); empty when they were.
 	notJudged string
 	decision  *plan.HealthDecision
+	// templateMissing says what is wrong with spec.remediation.templateRef.
+	templateMissing string
 }
 
 // Reconcile judges one MachineHealthCheck's targets and asks for the
@@ -207,7 +210,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		s.notJudged = "Cluster " + mhc.Spec.ClusterName + " does not exist"
 		return ctrl.Result{}, nil
 	}
+	// The health check belongs to its Cluster and goes with it.
+	if err := controllerutil.SetOwnerReference(s.cluster, mhc, r.Client.Scheme()); err != nil {
+		return ctrl.Result{}, err
+	}
 	return phase.Run(ctx, s,
+		r.checkRemediationTemplate,
 		r.reconcileTargets,
 		r.reconcileNodes,
 		r.reconcileHealth,

@@ -30,6 +30,9 @@ const (
 	// WaitingForRemediationReason: the Machine is unhealthy and waits for
 	// its owner or an external controller to remediate it.
 	WaitingForRemediationReason = "WaitingForRemediation"
+	// RemediationTemplateNotFoundReason: spec.remediation.templateRef names
+	// a template that cannot be read, so no Machine can be remediated.
+	RemediationTemplateNotFoundReason = "RemediationTemplateNotFound"
 	// NotCheckedReason: the targets could not be judged yet.
 	NotCheckedReason = "NotChecked"
 )
@@ -475,5 +478,33 @@ func (r *Reconciler) summarize(s *scope) {
 			r.event(s.mhc, nil, corev1.EventTypeWarning, d.Reason, "Remediate", "%s", d.Message)
 		}
 	}
+	if s.templateMissing != "" {
+		c = metav1.Condition{Type: clusterv1.RemediationAllowedCondition, Status: metav1.ConditionFalse, Reason: RemediationTemplateNotFoundReason, Message: s.templateMissing}
+	}
 	conditions.Set(s.mhc, c)
+}
+
+// templateRetry is how soon a health check whose remediation template is
+// missing looks again: the user has to create it.
+const templateRetry = 30 * time.Second
+
+// checkRemediationTemplate makes sure spec.remediation.templateRef, when
+// set, names a template that exists.
+func (r *Reconciler) checkRemediationTemplate(ctx context.Context, s *scope) (time.Duration, error) {
+	ref := s.mhc.Spec.Remediation.TemplateRef
+	if !ref.IsDefined() {
+		return 0, nil
+	}
+	tmpl := &unstructured.Unstructured{}
+	tmpl.SetGroupVersionKind(ref.GroupVersionKind())
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.mhc.Namespace, Name: ref.Name}, tmpl)
+	switch {
+	case err == nil:
+		return 0, nil
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+		s.templateMissing = fmt.Sprintf("remediation template %s %s does not exist in namespace %s: create it, or fix spec.remediation.templateRef", ref.Kind, ref.Name, s.mhc.Namespace)
+		return templateRetry, nil
+	default:
+		return 0, err
+	}
 }

@@ -541,3 +541,48 @@ func TestNothingJudgedBeforeControlPlaneInitialized(t *testing.T) {
 		}
 	}
 }
+
+// A health check belongs to its Cluster, and one whose remediation template
+// is missing says so in RemediationAllowed.
+func TestMissingRemediationTemplateAndOwner(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := mgmt.Namespace(t)
+	createCluster(t, ns, 1)
+	running(t, ns, 1)
+	mhc := createMHC(t, ns, func(mhc *clusterv1.MachineHealthCheck) {
+		mhc.Spec.Remediation.TemplateRef = clusterv1.MachineHealthCheckRemediationTemplateReference{
+			APIVersion: remediationTemplate.GVK().GroupVersion().String(), Kind: remediationTemplate.Kind, Name: "absent",
+		}
+	})
+	eventually(t, "owner and condition", time.Minute, func() string {
+		if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(mhc), mhc); err != nil {
+			return err.Error()
+		}
+		owned := false
+		for _, ref := range mhc.OwnerReferences {
+			owned = owned || (ref.Kind == "Cluster" && ref.Name == mhc.Spec.ClusterName)
+		}
+		if !owned {
+			return fmt.Sprintf("owners %+v", mhc.OwnerReferences)
+		}
+		c := meta.FindStatusCondition(mhc.Status.Conditions, clusterv1.RemediationAllowedCondition)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != machinehealthcheck.RemediationTemplateNotFoundReason ||
+			!strings.Contains(c.Message, "TestRemediationTemplate absent does not exist") {
+			return fmt.Sprintf("RemediationAllowed %+v", c)
+		}
+		return ""
+	})
+	if err := mgmt.Client.Create(ctx, remediationTemplate.New(ns, "absent", map[string]any{"template": map[string]any{"spec": map[string]any{}}})); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the template found", time.Minute, func() string {
+		if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(mhc), mhc); err != nil {
+			return err.Error()
+		}
+		if c := meta.FindStatusCondition(mhc.Status.Conditions, clusterv1.RemediationAllowedCondition); c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Sprintf("RemediationAllowed %+v", c)
+		}
+		return ""
+	})
+}
