@@ -89,3 +89,35 @@ func TestServingCertificateExpiry(t *testing.T) {
 		t.Error("a certificate from another CA was believed")
 	}
 }
+
+func TestRemediationRetry(t *testing.T) {
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	kcp := &controlplanev1.KubeadmControlPlane{}
+	kcp.Spec.Remediation.MinHealthyPeriodSeconds = ptrInt32(600)
+	machine := func(created time.Time, annotation string) *clusterv1.Machine {
+		m := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Name: "m", CreationTimestamp: metav1.NewTime(created), Annotations: map[string]string{}}}
+		if annotation != "" {
+			m.Annotations[controlplanev1.RemediationForAnnotation] = annotation
+		}
+		return m
+	}
+	record := `{"machine":"old","timestamp":"2026-06-01T11:50:00Z","retryCount":2}`
+	for _, tc := range []struct {
+		name string
+		m    *clusterv1.Machine
+		want int
+	}{
+		{name: "not a replacement", m: machine(now.Add(-time.Minute), ""), want: 0},
+		{name: "replacement failing within the healthy period continues the count", m: machine(now.Add(-5*time.Minute), record), want: 3},
+		{name: "replacement that was healthy long enough starts over", m: machine(now.Add(-11*time.Minute), record), want: 0},
+		{name: "unreadable record starts over", m: machine(now.Add(-time.Minute), "{"), want: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := remediationRetry(&scope{kcp: kcp, now: now}, tc.m); got != tc.want {
+				t.Errorf("remediationRetry = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func ptrInt32(v int32) *int32 { return &v }
