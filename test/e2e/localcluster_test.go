@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -99,46 +100,11 @@ func TestLocalClusterLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitReadyNodes(t, wl, 7, 5*time.Minute)
-		waitFor(t, "3 healthy etcd members", 2*time.Minute, func() string {
-			if err := mc.Get(ctx, client.ObjectKeyFromObject(kcp), kcp); err != nil {
-				return err.Error()
-			}
-			for _, c := range kcp.Status.Conditions {
-				if c.Type == controlplanev1.KubeadmControlPlaneEtcdClusterHealthyCondition {
-					if c.Status == metav1.ConditionTrue && c.Message == "3 healthy members" {
-						return ""
-					}
-					return c.Message
-				}
-			}
-			return "no EtcdClusterHealthy condition"
-		})
+		waitEtcdMembers(t, mc, "demo-control-plane", 3)
 	})
 
 	t.Run("rolling upgrade of the control plane keeps the API answering", func(t *testing.T) {
-		var ok, failed atomic.Int64
-		var lastErr atomic.Value
-		stop := make(chan struct{})
-		done := make(chan struct{})
-		probeCfg := *wcfg
-		probeCfg.Timeout = 10 * time.Second
-		probe := kubernetes.NewForConfigOrDie(&probeCfg)
-		go func() {
-			defer close(done)
-			for {
-				select {
-				case <-stop:
-					return
-				case <-time.After(100 * time.Millisecond):
-				}
-				if _, err := probe.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err != nil {
-					failed.Add(1)
-					lastErr.Store(err.Error())
-				} else {
-					ok.Add(1)
-				}
-			}
-		}()
+		probe := startAPIProbe(wcfg)
 		kcp := &controlplanev1.KubeadmControlPlane{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "demo-control-plane"}}
 		const next = "v1.35.9"
 		if err := mc.Patch(ctx, kcp, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"version":"`+next+`"}}`))); err != nil {
@@ -154,11 +120,10 @@ func TestLocalClusterLifecycle(t *testing.T) {
 			}
 			return ""
 		})
-		close(stop)
-		<-done
-		t.Logf("API probe through the endpoint during the upgrade: %d requests answered, %d failed", ok.Load(), failed.Load())
-		if failed.Load() > 0 {
-			t.Errorf("%d probe requests failed during the rolling upgrade; last: %v", failed.Load(), lastErr.Load())
+		ok, failed, lastErr := probe.stop()
+		t.Logf("API probe through the endpoint during the upgrade: %d requests answered, %d failed", ok, failed)
+		if failed > 0 {
+			t.Errorf("%d probe requests failed during the rolling upgrade; last: %v", failed, lastErr)
 		}
 		waitReadyNodes(t, wl, 7, 2*time.Minute)
 	})
@@ -315,4 +280,66 @@ func tail(s string, lines int) string {
 		parts = parts[len(parts)-lines:]
 	}
 	return strings.Join(parts, "\n")
+}
+
+// apiProbe asks a workload cluster's API, through its endpoint, for the
+// default namespace every 100 ms and counts the answers and the failures.
+type apiProbe struct {
+	ok, failed atomic.Int64
+	lastErr    atomic.Value
+	quit, done chan struct{}
+}
+
+func startAPIProbe(cfg *rest.Config) *apiProbe {
+	c := *cfg
+	c.Timeout = 10 * time.Second
+	cs := kubernetes.NewForConfigOrDie(&c)
+	p := &apiProbe{quit: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		for {
+			select {
+			case <-p.quit:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			if _, err := cs.CoreV1().Namespaces().Get(context.Background(), "default", metav1.GetOptions{}); err != nil {
+				p.failed.Add(1)
+				p.lastErr.Store(err.Error())
+			} else {
+				p.ok.Add(1)
+			}
+		}
+	}()
+	return p
+}
+
+// stop ends the probe and returns its counts and last error.
+func (p *apiProbe) stop() (ok, failed int64, lastErr any) {
+	close(p.quit)
+	<-p.done
+	return p.ok.Load(), p.failed.Load(), p.lastErr.Load()
+}
+
+// waitEtcdMembers waits until the control plane reports n healthy etcd
+// members and returns it.
+func waitEtcdMembers(t *testing.T, c client.Client, name string, n int) *controlplanev1.KubeadmControlPlane {
+	t.Helper()
+	kcp := &controlplanev1.KubeadmControlPlane{}
+	want := fmt.Sprintf("%d healthy members", n)
+	waitFor(t, want, 2*time.Minute, func() string {
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, kcp); err != nil {
+			return err.Error()
+		}
+		for _, cond := range kcp.Status.Conditions {
+			if cond.Type == controlplanev1.KubeadmControlPlaneEtcdClusterHealthyCondition {
+				if cond.Status == metav1.ConditionTrue && cond.Message == want {
+					return ""
+				}
+				return cond.Message
+			}
+		}
+		return "no EtcdClusterHealthy condition"
+	})
+	return kcp
 }

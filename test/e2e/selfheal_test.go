@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -17,7 +16,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	controlplanev1 "capstan.dev/capstan/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	localv1 "capstan.dev/capstan/api/infrastructure/local/v1beta2"
 )
@@ -83,55 +81,21 @@ func TestLocalClusterSelfHealing(t *testing.T) {
 	})
 
 	t.Run("a killed control-plane machine is replaced", func(t *testing.T) {
-		var ok, failed atomic.Int64
-		stop, done := make(chan struct{}), make(chan struct{})
-		probeCfg := *wcfg
-		probeCfg.Timeout = 10 * time.Second
-		probe := kubernetes.NewForConfigOrDie(&probeCfg)
-		go func() {
-			defer close(done)
-			for {
-				select {
-				case <-stop:
-					return
-				case <-time.After(100 * time.Millisecond):
-				}
-				if _, err := probe.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err != nil {
-					failed.Add(1)
-				} else {
-					ok.Add(1)
-				}
-			}
-		}()
+		probe := startAPIProbe(wcfg)
 		victim := killMachine(t, mc, clusterv1.MachineControlPlaneNameLabel, "heal-control-plane")
 		start := time.Now()
 		waitReplaced(t, mc, wl, victim, 6, 5*time.Minute)
-		kcp := &controlplanev1.KubeadmControlPlane{}
-		waitFor(t, "etcd back to 3 healthy members", 2*time.Minute, func() string {
-			if err := mc.Get(ctx, client.ObjectKey{Namespace: "default", Name: "heal-control-plane"}, kcp); err != nil {
-				return err.Error()
-			}
-			for _, c := range kcp.Status.Conditions {
-				if c.Type == controlplanev1.KubeadmControlPlaneEtcdClusterHealthyCondition {
-					if c.Status == metav1.ConditionTrue && c.Message == "3 healthy members" {
-						return ""
-					}
-					return c.Message
-				}
-			}
-			return "no EtcdClusterHealthy condition"
-		})
-		close(stop)
-		<-done
+		kcp := waitEtcdMembers(t, mc, "heal-control-plane", 3)
+		ok, failed, _ := probe.stop()
 		t.Logf("control-plane machine %s: %.0fs from kill to a healthy 3-member control plane; API probe through the endpoint meanwhile: %d answered, %d failed; lastRemediation names %s",
-			victim, time.Since(start).Seconds(), ok.Load(), failed.Load(), kcp.Status.LastRemediation.Machine)
+			victim, time.Since(start).Seconds(), ok, failed, kcp.Status.LastRemediation.Machine)
 		if kcp.Status.LastRemediation.Machine != victim {
 			t.Errorf("status.lastRemediation names %q, want %s", kcp.Status.LastRemediation.Machine, victim)
 		}
 		// Only requests already on their way to the killed API server may
 		// fail: the load balancer stops choosing it within its check period.
-		if failed.Load() > 5 {
-			t.Errorf("%d probe requests failed; only the killed member's own in-flight requests may", failed.Load())
+		if failed > 5 {
+			t.Errorf("%d probe requests failed; only the killed member's own in-flight requests may", failed)
 		}
 	})
 
