@@ -30,7 +30,7 @@ generate:
 	$(GO) run ./hack/deploy
 
 test: build
-	CAPSTAN_BIN=$(abspath $(BIN)) $(GO) test ./...
+	CAPSTAN_BIN=$(abspath $(BIN)) $(GO) test -timeout 30m ./...
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
