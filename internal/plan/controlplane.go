@@ -203,19 +203,7 @@ func (s ControlPlaneState) remediate() (ControlPlaneAction, bool) {
 	if s.Initialized && len(s.Machines) <= 1 {
 		return wait("it is the control plane's only Machine, and removing it would lose the cluster's only etcd member; scale the control plane to 3 to make it remediable")
 	}
-	members, healthy := 0, 0
-	for _, m := range s.Machines {
-		if m.Name == victim.Name || !m.EtcdMember {
-			continue
-		}
-		members++
-		if m.EtcdHealthy {
-			healthy++
-		}
-	}
-	if s.EtcdMembers >= 0 {
-		members += max(s.EtcdMembers-s.memberCount(), 0)
-	}
+	members, healthy := s.membersWithout(victim.Name)
 	// A Machine without an etcd member takes none away.
 	if s.Initialized && victim.EtcdMember && members > 0 && healthy <= members/2 {
 		return wait(fmt.Sprintf("without it etcd would have %d healthy of %d members, which is no quorum", healthy, members))
@@ -246,20 +234,7 @@ func (s ControlPlaneState) scaleDown(candidates []ControlPlaneMachine, rolling b
 	victim := s.victim(candidates)
 	// The members left must keep a majority that answers. Members etcd
 	// knows that belong to no Machine count against it.
-	members, healthy := 0, 0
-	for _, m := range s.Machines {
-		if m.Name == victim.Name || !m.EtcdMember {
-			continue
-		}
-		members++
-		if m.EtcdHealthy {
-			healthy++
-		}
-	}
-	if s.EtcdMembers >= 0 {
-		orphans := s.EtcdMembers - s.memberCount()
-		members += max(orphans, 0)
-	}
+	members, healthy := s.membersWithout(victim.Name)
 	if members > 0 && healthy <= members/2 {
 		return ControlPlaneAction{Kind: ControlPlaneWait, RollingOut: rolling,
 			Reason: fmt.Sprintf("%s; removing Machine %s would leave %d healthy of %d etcd members, which is no quorum", why, victim.Name, healthy, members)}
@@ -269,6 +244,25 @@ func (s ControlPlaneState) scaleDown(candidates []ControlPlaneMachine, rolling b
 			Reason: why + "; waiting before removing a Machine: " + strings.Join(sick, "; ")}
 	}
 	return ControlPlaneAction{Kind: ControlPlaneScaleDown, Machine: victim.Name, RollingOut: rolling, Reason: why}
+}
+
+// membersWithout counts the etcd members, and the healthy ones, that would
+// be left without the named Machine's. Members etcd knows that belong to no
+// Machine count as members that are not healthy.
+func (s ControlPlaneState) membersWithout(name string) (members, healthy int) {
+	for _, m := range s.Machines {
+		if m.Name == name || !m.EtcdMember {
+			continue
+		}
+		members++
+		if m.EtcdHealthy {
+			healthy++
+		}
+	}
+	if s.EtcdMembers >= 0 {
+		members += max(s.EtcdMembers-s.memberCount(), 0)
+	}
+	return members, healthy
 }
 
 func (s ControlPlaneState) memberCount() int {
