@@ -24,6 +24,7 @@ import (
 	controlplanev1 "capstan.dev/capstan/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/certs"
+	"capstan.dev/capstan/internal/etcdclient"
 	"capstan.dev/capstan/internal/workload"
 )
 
@@ -254,22 +255,7 @@ func etcdClient(ca *certs.KeyPair, endpoints []string) (*clientv3.Client, error)
 	if len(endpoints) == 0 {
 		return nil, errors.New("no etcd Pod advertises a client URL (annotation " + etcdClientURLsAnnotation + ")")
 	}
-	leaf, err := ca.Issue(certs.Request{CommonName: "capstan-kubeadmcontrolplane", Client: true, Lifetime: time.Hour}, time.Now())
-	if err != nil {
-		return nil, err
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(ca.Cert)
-	return clientv3.New(clientv3.Config{
-		Endpoints:   endpoints,
-		DialTimeout: 3 * time.Second,
-		TLS: &tls.Config{
-			RootCAs:      pool,
-			Certificates: []tls.Certificate{{Certificate: [][]byte{leaf.Cert.Raw}, PrivateKey: leaf.Key, Leaf: leaf.Cert}},
-			MinVersion:   tls.VersionTLS12,
-		},
-		Logger: zap.NewNop(),
-	})
+	return etcdclient.New(nil, ca, endpoints, "capstan-kubeadmcontrolplane", 3*time.Second, zap.NewNop())
 }
 
 // readEtcd lists etcd's members and asks each whether it is healthy.

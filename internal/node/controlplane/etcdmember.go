@@ -2,8 +2,6 @@ package controlplane
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,7 +10,7 @@ import (
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"capstan.dev/capstan/internal/certs"
+	"capstan.dev/capstan/internal/etcdclient"
 )
 
 // AddEtcdMember adds a member called name with peerURL to the etcd cluster
@@ -74,25 +72,5 @@ func etcdClient(ctx context.Context, p pki, endpoints []string) (*clientv3.Clien
 	if err != nil {
 		return nil, err
 	}
-	kp, err := ca.Issue(certs.Request{CommonName: "capstan-etcd-join", Client: true, Lifetime: time.Hour}, time.Now())
-	if err != nil {
-		return nil, err
-	}
-	roots := x509.NewCertPool()
-	roots.AddCert(ca.Cert)
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   endpoints,
-		DialTimeout: 10 * time.Second,
-		Context:     ctx,
-		TLS: &tls.Config{
-			RootCAs:      roots,
-			Certificates: []tls.Certificate{{Certificate: [][]byte{kp.Cert.Raw}, PrivateKey: kp.Key, Leaf: kp.Cert}},
-			MinVersion:   tls.VersionTLS12,
-		},
-		Logger: nil,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("connecting to etcd at %s: %w", strings.Join(endpoints, ","), err)
-	}
-	return cli, nil
+	return etcdclient.New(ctx, ca, endpoints, "capstan-etcd-join", 10*time.Second, nil)
 }
