@@ -63,5 +63,17 @@ func newRoot() *cobra.Command {
 	root.PersistentFlags().AddGoFlag(klogFlags.Lookup("v"))
 
 	root.AddCommand(newUpCommand(g), newDownCommand(g), newStatusCommand(g), newManagerCommand(), newVersionCommand(), newNodeCommand(), newGenerateCommand())
+	for _, add := range registered {
+		root.AddCommand(add(g))
+	}
 	return root
+}
+
+// registered are the commands that register themselves from their own file
+// with register, so that each command lives in one file and the root's list
+// needs no edit when a command is added.
+var registered []func(*globals) *cobra.Command
+
+func register(newCommand func(*globals) *cobra.Command) {
+	registered = append(registered, newCommand)
 }
