@@ -8,6 +8,7 @@ package deploy
 import (
 	"bytes"
 	"fmt"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -36,10 +37,42 @@ const (
 	AggregateToManagerLabel = "cluster.x-k8s.io/aggregate-to-manager"
 )
 
+// VersionAnnotation on the namespace and the manager Deployment records
+// which Capstan version is installed (an annotation, since versions such as
+// v1.2.3+meta are not valid label values).
+const VersionAnnotation = "capstan.dev/version"
+
 // Options choose what to install.
 type Options struct {
 	// Image is the manager's container image, with its tag.
 	Image string
+	// Version, when set, is recorded in VersionAnnotation.
+	Version string
+	// LocalDir, when set, makes the manager run the local infrastructure
+	// provider with its machines under this host directory. The directory
+	// is mounted from the host at the same path, and the manager serves no
+	// metrics or probes: on a local provider's machine the Pod is a process
+	// of this host, where fixed ports would clash with anything else.
+	LocalDir string
+}
+
+// Image is the manager image of a Capstan version.
+func Image(version string) string { return DefaultImage + ":" + version }
+
+// IsCapstanImage reports whether image is Capstan's own, whatever its tag
+// or digest: the local provider's machines run such containers as real
+// processes of the capstan binary.
+func IsCapstanImage(image string) bool {
+	repo := image
+	if i := strings.Index(repo, "@"); i >= 0 {
+		repo = repo[:i]
+	}
+	// A tag follows the last colon that comes after the last slash (a colon
+	// before it belongs to a registry port).
+	if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
+		repo = repo[:i]
+	}
+	return repo == DefaultImage
 }
 
 // Objects returns everything an installation consists of, in the order to
@@ -50,13 +83,17 @@ func Objects(o Options) ([]client.Object, error) {
 		return nil, err
 	}
 	var objs []client.Object
+	var annotations map[string]string
+	if o.Version != "" {
+		annotations = map[string]string{VersionAnnotation: o.Version}
+	}
 	for _, c := range crds {
 		c.APIVersion, c.Kind = "apiextensions.k8s.io/v1", "CustomResourceDefinition"
 		objs = append(objs, c)
 	}
 	labels := map[string]string{managerLabel: managerLabelOf}
 	objs = append(objs,
-		&corev1.Namespace{TypeMeta: typeMeta("v1", "Namespace"), ObjectMeta: metav1.ObjectMeta{Name: Namespace}},
+		&corev1.Namespace{TypeMeta: typeMeta("v1", "Namespace"), ObjectMeta: metav1.ObjectMeta{Name: Namespace, Annotations: annotations}},
 		&corev1.ServiceAccount{TypeMeta: typeMeta("v1", "ServiceAccount"), ObjectMeta: metav1.ObjectMeta{Name: ManagerName, Namespace: Namespace}},
 		&rbacv1.ClusterRole{
 			TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "ClusterRole"),
@@ -94,7 +131,7 @@ func Objects(o Options) ([]client.Object, error) {
 			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: ManagerName + "-leader-election"},
 			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: ManagerName, Namespace: Namespace}},
 		},
-		managerDeployment(o, labels),
+		managerDeployment(o, labels, annotations),
 	)
 	return objs, nil
 }
@@ -130,7 +167,7 @@ var localProviderRules = []rbacv1.PolicyRule{
 	},
 }
 
-func managerDeployment(o Options, labels map[string]string) *appsv1.Deployment {
+func managerDeployment(o Options, labels, annotations map[string]string) *appsv1.Deployment {
 	image := o.Image
 	if image == "" {
 		image = DefaultImage + ":latest"
@@ -138,9 +175,37 @@ func managerDeployment(o Options, labels map[string]string) *appsv1.Deployment {
 	probe := func(path string) *corev1.Probe {
 		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("health")}}}
 	}
+	// The leader election namespace is explicit: outside a real container
+	// there is no service account namespace file to learn it from.
+	c := corev1.Container{
+		Name:           "manager",
+		Image:          image,
+		Args:           []string{"manager", "--leader-elect", "--leader-election-namespace=" + Namespace, "--metrics-bind-address=:8080", "--health-probe-bind-address=:9440"},
+		LivenessProbe:  probe("/healthz"),
+		ReadinessProbe: probe("/readyz"),
+		Ports: []corev1.ContainerPort{
+			{Name: "metrics", ContainerPort: 8080, Protocol: corev1.ProtocolTCP},
+			{Name: "health", ContainerPort: 9440, Protocol: corev1.ProtocolTCP},
+		},
+		SecurityContext: &corev1.SecurityContext{
+			AllowPrivilegeEscalation: ptr.To(false),
+			ReadOnlyRootFilesystem:   ptr.To(true),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		},
+	}
+	var volumes []corev1.Volume
+	if o.LocalDir != "" {
+		c.Args = []string{"manager", "--leader-elect", "--leader-election-namespace=" + Namespace,
+			"--metrics-bind-address=0", "--health-probe-bind-address=0", "--local-dir=" + o.LocalDir}
+		c.Ports, c.LivenessProbe, c.ReadinessProbe = nil, nil, nil
+		c.VolumeMounts = []corev1.VolumeMount{{Name: "local-machines", MountPath: o.LocalDir}}
+		volumes = []corev1.Volume{{Name: "local-machines", VolumeSource: corev1.VolumeSource{
+			HostPath: &corev1.HostPathVolumeSource{Path: o.LocalDir, Type: ptr.To(corev1.HostPathDirectoryOrCreate)},
+		}}}
+	}
 	return &appsv1.Deployment{
 		TypeMeta:   typeMeta("apps/v1", "Deployment"),
-		ObjectMeta: metav1.ObjectMeta{Name: ManagerName, Namespace: Namespace, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: ManagerName, Namespace: Namespace, Labels: labels, Annotations: annotations},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(int32(1)),
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
@@ -150,22 +215,8 @@ func managerDeployment(o Options, labels map[string]string) *appsv1.Deployment {
 					ServiceAccountName:            ManagerName,
 					TerminationGracePeriodSeconds: ptr.To(int64(10)),
 					SecurityContext:               &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
-					Containers: []corev1.Container{{
-						Name:  "manager",
-						Image: image,
-						Args:  []string{"manager", "--leader-elect", "--metrics-bind-address=:8080", "--health-probe-bind-address=:9440"},
-						Ports: []corev1.ContainerPort{
-							{Name: "metrics", ContainerPort: 8080, Protocol: corev1.ProtocolTCP},
-							{Name: "health", ContainerPort: 9440, Protocol: corev1.ProtocolTCP},
-						},
-						LivenessProbe:  probe("/healthz"),
-						ReadinessProbe: probe("/readyz"),
-						SecurityContext: &corev1.SecurityContext{
-							AllowPrivilegeEscalation: ptr.To(false),
-							ReadOnlyRootFilesystem:   ptr.To(true),
-							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-						},
-					}},
+					Containers:                    []corev1.Container{c},
+					Volumes:                       volumes,
 				},
 			},
 		},
