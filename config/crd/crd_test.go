@@ -34,6 +34,10 @@ var contractShape = map[string]struct {
 	"localclustertemplates.infrastructure.cluster.x-k8s.io":      {},
 	"localmachines.infrastructure.cluster.x-k8s.io":              {shortNames: []string{"lm"}},
 	"localmachinetemplates.infrastructure.cluster.x-k8s.io":      {},
+	"inmemoryclusters.infrastructure.cluster.x-k8s.io":           {shortNames: []string{"imc"}},
+	"inmemoryclustertemplates.infrastructure.cluster.x-k8s.io":   {},
+	"inmemorymachines.infrastructure.cluster.x-k8s.io":           {shortNames: []string{"imm"}},
+	"inmemorymachinetemplates.infrastructure.cluster.x-k8s.io":   {},
 }
 
 func TestEmbeddedCRDsFollowTheContract(t *testing.T) {
@@ -120,12 +124,15 @@ func TestKubectlGetColumns(t *testing.T) {
 		"localmachines":                {"Cluster", "Machine", "Phase", "PID", "Ready", "Age"},
 		"localclustertemplates":        {"Age"},
 		"localmachinetemplates":        {"Age"},
+		"inmemoryclusters":             {"Cluster", "Endpoint", "Port", "Provisioned", "Age"},
+		"inmemorymachines":             {"Cluster", "Machine", "Provisioned", "Age"},
 	}
 	group := map[string]string{
 		"kubeadmcontrolplanes": "controlplane.cluster.x-k8s.io", "kubeadmcontrolplanetemplates": "controlplane.cluster.x-k8s.io",
 		"kubeadmconfigs": "bootstrap.cluster.x-k8s.io", "kubeadmconfigtemplates": "bootstrap.cluster.x-k8s.io",
 		"localclusters": "infrastructure.cluster.x-k8s.io", "localmachines": "infrastructure.cluster.x-k8s.io",
 		"localclustertemplates": "infrastructure.cluster.x-k8s.io", "localmachinetemplates": "infrastructure.cluster.x-k8s.io",
+		"inmemoryclusters": "infrastructure.cluster.x-k8s.io", "inmemorymachines": "infrastructure.cluster.x-k8s.io",
 	}
 	rc, err := rest.UnversionedRESTClientFor(tableConfig())
 	if err != nil {
