@@ -101,11 +101,20 @@ func CRDNames(objs []client.Object) []string {
 // time what it waits on changes. On timeout its error says what is not
 // ready: the CRDs, the Deployment's conditions and its Pods' state.
 func Wait(ctx context.Context, c client.Client, crds []string, out io.Writer, timeout time.Duration) error {
+	return wait(ctx, c, crds, true, out, timeout)
+}
+
+// WaitCRDs waits only until the CRDs are Established, as Wait does.
+func WaitCRDs(ctx context.Context, c client.Client, crds []string, out io.Writer, timeout time.Duration) error {
+	return wait(ctx, c, crds, false, out, timeout)
+}
+
+func wait(ctx context.Context, c client.Client, crds []string, manager bool, out io.Writer, timeout time.Duration) error {
 	start := time.Now()
 	deadline := start.Add(timeout)
 	last := ""
 	for {
-		waiting, detail, err := notReady(ctx, c, crds)
+		waiting, detail, err := notReady(ctx, c, crds, manager)
 		if err != nil && ctx.Err() != nil {
 			return err
 		}
@@ -114,7 +123,11 @@ func Wait(ctx context.Context, c client.Client, crds []string, out io.Writer, ti
 			line = "cannot read the cluster: " + err.Error()
 		}
 		if line == "" {
-			fmt.Fprintf(out, "  [%6.1fs] CRDs established; manager Deployment available\n", time.Since(start).Seconds())
+			if manager {
+				fmt.Fprintf(out, "  [%6.1fs] CRDs established; manager Deployment available\n", time.Since(start).Seconds())
+			} else {
+				fmt.Fprintf(out, "  [%6.1fs] CRDs established\n", time.Since(start).Seconds())
+			}
 			return nil
 		}
 		if line != last {
@@ -138,7 +151,7 @@ func Wait(ctx context.Context, c client.Client, crds []string, out io.Writer, ti
 
 // notReady returns a one-line summary of what is not ready (empty when all
 // is), and a longer explanation for a timeout message.
-func notReady(ctx context.Context, c client.Client, crds []string) (string, string, error) {
+func notReady(ctx context.Context, c client.Client, crds []string, manager bool) (string, string, error) {
 	var pending []string
 	for _, name := range crds {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
@@ -156,6 +169,9 @@ func notReady(ctx context.Context, c client.Client, crds []string) (string, stri
 	if len(pending) > 0 {
 		return fmt.Sprintf("CRDs to be established: %d/%d", len(crds)-len(pending), len(crds)),
 			"CRDs not established: " + strings.Join(pending, ", "), nil
+	}
+	if !manager {
+		return "", "", nil
 	}
 	d := &appsv1.Deployment{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: deploy.Namespace, Name: deploy.ManagerName}, d); err != nil {

@@ -1,0 +1,138 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"capstan.dev/capstan/internal/deploy"
+	"capstan.dev/capstan/internal/install"
+	"capstan.dev/capstan/internal/scheme"
+	"capstan.dev/capstan/internal/version"
+)
+
+func init() { register(newInitCommand) }
+
+type initOptions struct {
+	kubeconfig     string
+	infrastructure string
+	localDir       string
+	wait           bool
+	timeout        time.Duration
+}
+
+func newInitCommand(g *globals) *cobra.Command {
+	o := &initOptions{}
+	cmd := &cobra.Command{
+		Use:   "init",
+		Short: "Install Capstan (CRDs, RBAC, manager) into a cluster and wait until it runs",
+		Long: `Install Capstan into the cluster named by --kubeconfig (or $KUBECONFIG): its CRDs,
+the capstan-system namespace, least-privilege RBAC and the manager Deployment
+running ghcr.io/capstan-dev/capstan at this binary's version. Objects are applied
+with server-side apply (field manager "capstan"), so running init again is
+harmless. With --infrastructure local the manager also runs the local provider
+on --local-dir, which suits a cluster whose nodes are local machines of this
+host: there the manager Pod runs as a process of this host.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runInit(cmd, g, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster to install into (default: $KUBECONFIG)")
+	f.StringVar(&o.infrastructure, "infrastructure", "", `infrastructure provider the manager runs besides the core ones: "local" or none`)
+	f.StringVar(&o.localDir, "local-dir", "", "with --infrastructure local: the host directory of local machines (default: <state-dir>/local, the embedded plane's)")
+	f.BoolVar(&o.wait, "wait", true, "wait until the CRDs are established and the manager is available")
+	f.DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long to wait")
+	return cmd
+}
+
+func runInit(cmd *cobra.Command, g *globals, o *initOptions) error {
+	opts := deploy.Options{Image: deploy.Image(version.Version), Version: version.Version}
+	switch o.infrastructure {
+	case "":
+		if o.localDir != "" {
+			return errors.New("--local-dir needs --infrastructure local")
+		}
+	case "local":
+		dir := o.localDir
+		if dir == "" {
+			dir = g.dir().LocalDir()
+		}
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return fmt.Errorf("--local-dir %s: %w", dir, err)
+		}
+		opts.LocalDir = abs
+	default:
+		return fmt.Errorf("--infrastructure %q: Capstan has the local provider built in (\"local\"); install other providers with their own manifests", o.infrastructure)
+	}
+	c, path, err := targetClient(o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout+time.Minute)
+	defer cancel()
+	out := cmd.OutOrStdout()
+	in, err := install.Inspect(ctx, c)
+	if err != nil {
+		return fmt.Errorf("cluster of %s: %w", path, err)
+	}
+	if in.Found && in.Version != version.Version {
+		installed := in.Version
+		if installed == "" {
+			installed = "an unrecorded version (image " + in.Image + ")"
+		}
+		return fmt.Errorf("Capstan %s is already installed in the cluster of %s; this binary is %s: run `capstan upgrade plan --kubeconfig %s` and `capstan upgrade apply`, or `capstan delete` first",
+			installed, path, version.Version, path)
+	}
+	objs, err := deploy.Objects(opts)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "Installing Capstan %s into the cluster of %s (manager image %s", version.Version, path, opts.Image)
+	if opts.LocalDir != "" {
+		fmt.Fprintf(out, ", local provider on %s", opts.LocalDir)
+	}
+	fmt.Fprintln(out, ")")
+	if err := install.Apply(ctx, c, objs); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "Applied %d objects.\n", len(objs))
+	if !o.wait {
+		return nil
+	}
+	if err := install.Wait(ctx, c, install.CRDNames(objs), out, o.timeout); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "Capstan %s is installed and its manager is running.\n", version.Version)
+	return nil
+}
+
+// targetClient is a client for the cluster of --kubeconfig, else of
+// $KUBECONFIG; it returns the kubeconfig's path for messages.
+func targetClient(kubeconfig string) (client.Client, string, error) {
+	path := kubeconfig
+	if path == "" {
+		path = os.Getenv("KUBECONFIG")
+	}
+	if path == "" {
+		return nil, "", errors.New("no cluster named: pass --kubeconfig FILE or set KUBECONFIG")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, path, fmt.Errorf("kubeconfig %s: %w", path, err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return nil, path, fmt.Errorf("kubeconfig %s: %w", path, err)
+	}
+	return c, path, nil
+}
