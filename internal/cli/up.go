@@ -32,6 +32,10 @@ type upOptions struct {
 	timeout     time.Duration
 	notifyFD    int
 	controllers bool
+	// localDir is the local provider's machine directory; empty means
+	// <state-dir>/local. Two planes given the same directory can hand
+	// machines to each other (capstan move) without restarting them.
+	localDir string
 	// cluster, when set, is a workload cluster to create once the plane is
 	// ready, from the template options.
 	cluster        string
@@ -60,6 +64,7 @@ once the plane is ready and returns the shell; --foreground keeps it attached
 	cmd.Flags().IntVar(&o.apiPort, "api-port", 0, "loopback port for the API server (default: chosen on first start, then remembered)")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long to wait for the plane to become ready")
 	cmd.Flags().BoolVar(&o.controllers, "controllers", true, "run Capstan's controllers in this process; turn off when a separate `capstan manager` runs them")
+	cmd.Flags().StringVar(&o.localDir, "local-dir", "", "directory of the local provider's machines (default <state-dir>/local); planes that share it can move clusters between them without restarting machines")
 	cmd.Flags().StringVar(&o.cluster, "cluster", "", "also create a workload cluster of this name on the local provider and wait until its nodes are Ready")
 	cmd.Flags().DurationVar(&o.clusterTimeout, "cluster-timeout", 10*time.Minute, "how long to wait for the --cluster workload cluster")
 	o.template.addFlags(cmd)
@@ -112,7 +117,7 @@ func runForeground(cmd *cobra.Command, dir mgmt.StateDir, o *upOptions) error {
 		ctrl.SetLogger(klog.NewKlogr())
 		go func() {
 			mgr, err := manager.New(plane.Controllers, manager.Options{MetricsAddr: "0", ProbeAddr: "0",
-				Local: &local.Options{Dir: dir.LocalDir()}})
+				Local: &local.Options{Dir: o.machinesDir(dir)}})
 			if err != nil {
 				managerDone <- fmt.Errorf("starting controllers: %w", err)
 				return
@@ -137,6 +142,14 @@ func runForeground(cmd *cobra.Command, dir mgmt.StateDir, o *upOptions) error {
 	case err := <-managerDone:
 		return fmt.Errorf("the controllers stopped: %v", err)
 	}
+}
+
+// machinesDir is where the local provider keeps its machines.
+func (o *upOptions) machinesDir(dir mgmt.StateDir) string {
+	if o.localDir != "" {
+		return o.localDir
+	}
+	return dir.LocalDir()
 }
 
 // runDetached starts `capstan up --foreground` as a session leader of its
@@ -180,6 +193,9 @@ func runDetached(cmd *cobra.Command, dir mgmt.StateDir, o *upOptions) error {
 		"--timeout", o.timeout.String(), "-v", klogVerbosity(cmd)}
 	if o.apiPort != 0 {
 		args = append(args, "--api-port", strconv.Itoa(o.apiPort))
+	}
+	if o.localDir != "" {
+		args = append(args, "--local-dir", o.localDir)
 	}
 	child := exec.Command(exe, args...)
 	child.Stdout, child.Stderr = logFile, logFile

@@ -1,0 +1,132 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"capstan.dev/capstan/internal/move"
+	"capstan.dev/capstan/internal/scheme"
+)
+
+func init() { register(newMoveCommand) }
+
+type moveOptions struct {
+	kubeconfig    string
+	toKubeconfig  string
+	toDirectory   string
+	fromDirectory string
+	namespace     string
+	dryRun        bool
+	pauseTimeout  time.Duration
+	stepDelay     time.Duration
+	allNamespaces bool
+}
+
+func newMoveCommand(g *globals) *cobra.Command {
+	o := &moveOptions{}
+	cmd := &cobra.Command{
+		Use:   "move --to-kubeconfig PATH | --to-directory DIR | --from-directory DIR",
+		Short: "Move workload clusters' objects to another management cluster, or to a directory and back",
+		Long: `Move the Cluster API objects of the workload clusters in a namespace to another
+management cluster (--to-kubeconfig), to a directory of YAML files
+(--to-directory), or from such a directory into the management cluster
+(--from-directory). The clusters are paused, every object of their graph is
+copied in owner order with its status, every copy is compared with its source,
+the source objects are deleted without running their finalizers, and the
+clusters are unpaused where they now live. Machines keep running throughout.
+
+An interrupted move continues when run again with the same flags. The source
+is --kubeconfig, else the embedded management plane's kubeconfig, else
+$KUBECONFIG; --from-directory writes to it. Exit code 0 on success, 1 when the
+move stopped (the message names the object and the step).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.run(cmd, g)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the source management cluster (default: the embedded plane's, else $KUBECONFIG)")
+	f.StringVar(&o.toKubeconfig, "to-kubeconfig", "", "kubeconfig of the target management cluster")
+	f.StringVar(&o.toDirectory, "to-directory", "", "write the objects as YAML files into this directory and delete them from the source")
+	f.StringVar(&o.fromDirectory, "from-directory", "", "create the objects of a directory written by --to-directory in the management cluster")
+	f.StringVarP(&o.namespace, "namespace", "n", "", "namespace of the clusters to move (default: the kubeconfig context's namespace, else default)")
+	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "move the clusters of every namespace")
+	f.BoolVar(&o.dryRun, "dry-run", false, "print what would move, in order, and change nothing")
+	f.DurationVar(&o.pauseTimeout, "pause-timeout", 2*time.Minute, "how long to wait until the source's controllers report every object paused; 0 does not wait")
+	f.DurationVar(&o.stepDelay, "step-delay", 0, "wait this long after each object written (for tests that interrupt a move)")
+	_ = f.MarkHidden("step-delay")
+	return cmd
+}
+
+func (o *moveOptions) run(cmd *cobra.Command, g *globals) error {
+	modes := 0
+	for _, s := range []string{o.toKubeconfig, o.toDirectory, o.fromDirectory} {
+		if s != "" {
+			modes++
+		}
+	}
+	if modes != 1 {
+		return errors.New("give exactly one of --to-kubeconfig, --to-directory and --from-directory")
+	}
+	if o.allNamespaces && o.namespace != "" {
+		return errors.New("--namespace and --all-namespaces exclude each other")
+	}
+	path := o.kubeconfig
+	if path == "" {
+		if _, err := os.Stat(g.dir().KubeconfigPath()); err == nil {
+			path = g.dir().KubeconfigPath()
+		} else if env := os.Getenv("KUBECONFIG"); env != "" {
+			path = env
+		} else {
+			return fmt.Errorf("no management cluster: the embedded plane has no kubeconfig at %s (start it with capstan up) and neither --kubeconfig nor $KUBECONFIG is set", g.dir().KubeconfigPath())
+		}
+	}
+	namespace := o.namespace
+	if namespace == "" && !o.allNamespaces {
+		namespace = "default"
+		rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: path}
+		if ns, _, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).Namespace(); err == nil && ns != "" {
+			namespace = ns
+		}
+	}
+	current, err := newClient(path)
+	if err != nil {
+		return err
+	}
+	opts := move.Options{
+		Namespace: namespace, DryRun: o.dryRun, Out: cmd.OutOrStdout(),
+		PauseTimeout: o.pauseTimeout, StepDelay: o.stepDelay,
+	}
+	ctx := cmd.Context()
+	switch {
+	case o.toKubeconfig != "":
+		target, err := newClient(o.toKubeconfig)
+		if err != nil {
+			return err
+		}
+		return move.ToCluster(ctx, current, target, opts)
+	case o.toDirectory != "":
+		return move.ToDirectory(ctx, current, o.toDirectory, opts)
+	default:
+		return move.FromDirectory(ctx, o.fromDirectory, current, opts)
+	}
+}
+
+func newClient(kubeconfig string) (client.Client, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("reading kubeconfig %s: %w", kubeconfig, err)
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		return nil, fmt.Errorf("connecting with %s: %w", kubeconfig, err)
+	}
+	return c, nil
+}

@@ -1,0 +1,363 @@
+package move
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"reflect"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+var clusterGVK = schema.GroupVersionKind{Group: coreGroup, Version: "v1beta2", Kind: clusterKind}
+
+// ToCluster moves the clusters of source to target, two management
+// clusters with the same CRDs installed.
+func ToCluster(ctx context.Context, source, target client.Client, o Options) error {
+	return run(ctx, newClusterSource(source, o), &clusterTarget{c: target, namespace: o.Namespace, uids: map[Key]types.UID{}}, o)
+}
+
+type clusterSource struct {
+	c            client.Client
+	namespace    string
+	out          io.Writer
+	pauseTimeout time.Duration
+}
+
+func newClusterSource(c client.Client, o Options) *clusterSource {
+	out := o.Out
+	if out == nil {
+		out = io.Discard
+	}
+	return &clusterSource{c: c, namespace: o.Namespace, out: out, pauseTimeout: o.PauseTimeout}
+}
+
+func (s *clusterSource) describe() string {
+	if s.namespace == "" {
+		return "the source (all namespaces)"
+	}
+	return "the source (namespace " + s.namespace + ")"
+}
+
+func (s *clusterSource) objects(ctx context.Context, pause bool) ([]*unstructured.Unstructured, error) {
+	if !pause {
+		return discover(ctx, s.c, s.namespace)
+	}
+	clusters := &unstructured.UnstructuredList{}
+	clusters.SetGroupVersionKind(clusterGVK.GroupVersion().WithKind(clusterKind + "List"))
+	var opts []client.ListOption
+	if s.namespace != "" {
+		opts = append(opts, client.InNamespace(s.namespace))
+	}
+	if err := s.c.List(ctx, clusters, opts...); err != nil && !meta.IsNoMatchError(err) {
+		return nil, fmt.Errorf("listing Clusters: %w", err)
+	}
+	for i := range clusters.Items {
+		cl := &clusters.Items[i]
+		k := keyOf(cl)
+		paused, _, _ := unstructured.NestedBool(cl.Object, "spec", "paused")
+		_, ours := cl.GetAnnotations()[pausedByMoveKey]
+		switch {
+		case paused && ours:
+			fmt.Fprintf(s.out, "%s is paused (by an earlier run of this move).\n", k)
+		case paused:
+			fmt.Fprintf(s.out, "%s was paused before the move; it stays paused in the target.\n", k)
+		default:
+			patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"true"}},"spec":{"paused":true}}`, pausedByMoveKey)
+			if err := s.c.Patch(ctx, cl, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+				return nil, fmt.Errorf("pausing %s: %w", k, err)
+			}
+			fmt.Fprintf(s.out, "Paused %s (spec.paused).\n", k)
+		}
+	}
+	objs, err := discover(ctx, s.c, s.namespace)
+	if err != nil {
+		return nil, err
+	}
+	if s.pauseTimeout <= 0 || len(objs) == 0 {
+		return objs, nil
+	}
+	// Controllers say they stopped through each object's Paused condition;
+	// an object without one has no controller reporting on it.
+	fmt.Fprintf(s.out, "Waiting until the source's controllers report %d objects paused.\n", len(objs))
+	deadline := time.Now().Add(s.pauseTimeout)
+	for {
+		waiting := notPaused(objs)
+		if len(waiting) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("after %s these objects still do not report the Paused condition True for their current generation: %s. Is the source's manager running? (--pause-timeout 0 skips this wait when no controller runs)",
+				s.pauseTimeout, strings.Join(waiting, ", "))
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+		if objs, err = discover(ctx, s.c, s.namespace); err != nil {
+			return nil, err
+		}
+	}
+	// The final list: nothing changes once everything is paused.
+	return discover(ctx, s.c, s.namespace)
+}
+
+// notPaused names the objects whose Paused condition is present but not
+// True for their current generation.
+func notPaused(objs []*unstructured.Unstructured) []string {
+	var out []string
+	for _, u := range objs {
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		for _, c := range conds {
+			m, _ := c.(map[string]any)
+			if m["type"] != "Paused" {
+				continue
+			}
+			gen, _, _ := unstructured.NestedInt64(m, "observedGeneration")
+			if m["status"] != "True" || (gen != 0 && gen < u.GetGeneration()) {
+				out = append(out, keyOf(u).String())
+			}
+		}
+	}
+	return out
+}
+
+// remove deletes the object from the source without its finalizers, so no
+// controller there acts on the deletion (the machines now belong to the
+// target). The UID precondition never deletes a newer object of the name.
+func (s *clusterSource) remove(ctx context.Context, obj *unstructured.Unstructured) error {
+	cur := &unstructured.Unstructured{}
+	cur.SetGroupVersionKind(obj.GroupVersionKind())
+	if err := s.c.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if cur.GetUID() != obj.GetUID() {
+		return nil
+	}
+	if len(cur.GetFinalizers()) > 0 {
+		patch := []byte(`{"metadata":{"finalizers":null}}`)
+		if err := s.c.Patch(ctx, cur, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+	}
+	uid := obj.GetUID()
+	err := s.c.Delete(ctx, cur, client.Preconditions{UID: &uid})
+	if apierrors.IsConflict(err) {
+		return nil // a newer object of the name
+	}
+	return client.IgnoreNotFound(err)
+}
+
+// clusterTarget writes copies to a management cluster.
+type clusterTarget struct {
+	c         client.Client
+	namespace string
+	// uids are the copies' UIDs, for owner references.
+	uids map[Key]types.UID
+}
+
+func (t *clusterTarget) describe() string { return "the target" }
+
+func (t *clusterTarget) prepare(ctx context.Context, objs []*unstructured.Unstructured) error {
+	seen := map[schema.GroupVersionKind]bool{}
+	namespaces := map[string]bool{}
+	for _, u := range objs {
+		namespaces[u.GetNamespace()] = true
+		gvk := u.GroupVersionKind()
+		if seen[gvk] {
+			continue
+		}
+		seen[gvk] = true
+		if _, err := t.c.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+			return fmt.Errorf("the target does not serve %s %s (%v): install the same providers there first (capstan init)", gvk.Kind, gvk.GroupVersion(), err)
+		}
+	}
+	var names []string
+	for ns := range namespaces {
+		names = append(names, ns)
+	}
+	sort.Strings(names)
+	for _, ns := range names {
+		err := t.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating namespace %s in the target: %w", ns, err)
+		}
+	}
+	return nil
+}
+
+func (t *clusterTarget) get(ctx context.Context, gvk schema.GroupVersionKind, k Key) (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	err := t.c.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: k.Name}, u)
+	return u, err
+}
+
+func (t *clusterTarget) has(ctx context.Context, k Key) (bool, error) {
+	_, err := t.uid(ctx, k, "")
+	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// uid is the UID of the copy of k in the target; apiVersion helps find an
+// owner that does not move now.
+func (t *clusterTarget) uid(ctx context.Context, k Key, apiVersion string) (types.UID, error) {
+	if uid, ok := t.uids[k]; ok {
+		return uid, nil
+	}
+	gvk := schema.GroupVersionKind{Group: k.Group, Kind: k.Kind}
+	if gv, err := schema.ParseGroupVersion(apiVersion); err == nil && apiVersion != "" {
+		gvk.Version = gv.Version
+	} else {
+		m, err := t.c.RESTMapper().RESTMapping(gvk.GroupKind())
+		if err != nil {
+			return "", err
+		}
+		gvk = m.GroupVersionKind
+	}
+	u, err := t.get(ctx, gvk, k)
+	if err != nil {
+		return "", err
+	}
+	t.uids[k] = u.GetUID()
+	return u.GetUID(), nil
+}
+
+func (t *clusterTarget) put(ctx context.Context, src *unstructured.Unstructured, _ int) (bool, error) {
+	k := keyOf(src)
+	obj := portable(src)
+	refs := obj.GetOwnerReferences()
+	for i := range refs {
+		gv, _ := schema.ParseGroupVersion(refs[i].APIVersion)
+		uid, err := t.uid(ctx, Key{Group: gv.Group, Kind: refs[i].Kind, Namespace: k.Namespace, Name: refs[i].Name}, refs[i].APIVersion)
+		if err != nil {
+			return false, fmt.Errorf("finding owner %s %s in the target: %w", refs[i].Kind, refs[i].Name, err)
+		}
+		refs[i].UID = uid
+	}
+	obj.SetOwnerReferences(refs)
+	status, hasStatus := obj.Object["status"]
+
+	created := true
+	err := t.c.Create(ctx, obj)
+	if apierrors.IsAlreadyExists(err) {
+		created = false
+		existing, gerr := t.get(ctx, src.GroupVersionKind(), k)
+		if gerr != nil {
+			return false, gerr
+		}
+		if existing.GetAnnotations()[sourceUIDKey] != obj.GetAnnotations()[sourceUIDKey] {
+			if d := differences(src, existing); len(d) > 0 {
+				return false, fmt.Errorf("the target already has an object of this name that is not a copy of the source's (%s): delete or rename it in the target and run the move again", strings.Join(d, "; "))
+			}
+		}
+		obj = existing
+	} else if err != nil {
+		return false, err
+	}
+	t.uids[k] = obj.GetUID()
+	if !hasStatus || reflect.DeepEqual(obj.Object["status"], status) {
+		return created, nil
+	}
+	// Status is a subresource for most kinds: written on its own, so that
+	// the target's controllers adopt what exists instead of making it anew.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := t.get(ctx, src.GroupVersionKind(), k)
+		if err != nil {
+			return err
+		}
+		cur.Object["status"] = status
+		err = t.c.Status().Update(ctx, cur)
+		if apierrors.IsNotFound(err) {
+			// No status subresource: status is part of the object.
+			err = t.c.Update(ctx, cur)
+		}
+		return err
+	})
+	if err != nil {
+		return created, fmt.Errorf("copying status: %w", err)
+	}
+	return created, nil
+}
+
+func (t *clusterTarget) differences(ctx context.Context, src *unstructured.Unstructured) ([]string, error) {
+	k := keyOf(src)
+	cp, err := t.get(ctx, src.GroupVersionKind(), k)
+	if apierrors.IsNotFound(err) {
+		return []string{"missing in the target"}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	d := differences(src, cp)
+	want := map[string]bool{}
+	for _, ref := range src.GetOwnerReferences() {
+		gv, _ := schema.ParseGroupVersion(ref.APIVersion)
+		uid, err := t.uid(ctx, Key{Group: gv.Group, Kind: ref.Kind, Namespace: k.Namespace, Name: ref.Name}, ref.APIVersion)
+		if err != nil {
+			d = append(d, fmt.Sprintf("owner %s %s: %v", ref.Kind, ref.Name, err))
+			continue
+		}
+		want[ref.Kind+"/"+ref.Name+"/"+string(uid)] = true
+	}
+	got := map[string]bool{}
+	for _, ref := range cp.GetOwnerReferences() {
+		got[ref.Kind+"/"+ref.Name+"/"+string(ref.UID)] = true
+	}
+	if !reflect.DeepEqual(want, got) {
+		d = append(d, fmt.Sprintf("owner references point at %v, want %v", keys(got), keys(want)))
+	}
+	return d, nil
+}
+
+func keys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// finish unpauses the target's Clusters that a move paused.
+func (t *clusterTarget) finish(ctx context.Context) ([]Key, error) {
+	clusters := &unstructured.UnstructuredList{}
+	clusters.SetGroupVersionKind(clusterGVK.GroupVersion().WithKind(clusterKind + "List"))
+	var opts []client.ListOption
+	if t.namespace != "" {
+		opts = append(opts, client.InNamespace(t.namespace))
+	}
+	if err := t.c.List(ctx, clusters, opts...); err != nil {
+		if meta.IsNoMatchError(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("listing Clusters in the target: %w", err)
+	}
+	var out []Key
+	for i := range clusters.Items {
+		cl := &clusters.Items[i]
+		if _, ours := cl.GetAnnotations()[pausedByMoveKey]; !ours {
+			continue
+		}
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:null}},"spec":{"paused":null}}`, pausedByMoveKey)
+		if err := t.c.Patch(ctx, cl, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+			return out, fmt.Errorf("unpausing %s: %w", keyOf(cl), err)
+		}
+		out = append(out, keyOf(cl))
+	}
+	return out, nil
+}
