@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/component-base/version"
 
 	"capstan.dev/capstan/internal/templates"
@@ -18,21 +19,40 @@ type clusterTemplateOptions struct {
 	infrastructure    string
 	flavor            string
 	from              string
+	config            string
 	kubernetesVersion string
 	controlPlanes     int
 	workers           int
 	namespace         string
+
+	flags *pflag.FlagSet // tells which flags the user set
 }
+
+// Flags that set template variables, and the variables they set.
+const (
+	flagKubernetesVersion = "kubernetes-version"
+	flagControlPlanes     = "control-plane-machine-count"
+	flagWorkers           = "worker-machine-count"
+	flagNamespace         = "target-namespace"
+
+	varClusterName       = "CLUSTER_NAME"
+	varNamespace         = "NAMESPACE"
+	varKubernetesVersion = "KUBERNETES_VERSION"
+	varControlPlanes     = "CONTROL_PLANE_MACHINE_COUNT"
+	varWorkers           = "WORKER_MACHINE_COUNT"
+)
 
 func (o *clusterTemplateOptions) addFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
+	o.flags = f
 	f.StringVar(&o.infrastructure, "infrastructure", "local", "infrastructure provider of the built-in templates")
-	f.StringVar(&o.flavor, "flavor", "", "template flavor (default: the provider's default template)")
+	f.StringVar(&o.flavor, "flavor", "", "template flavor: "+fmt.Sprint(templates.LocalFlavors())+" (default: the provider's default template)")
 	f.StringVar(&o.from, "from", "", "read the template from this file instead of a built-in one")
-	f.StringVar(&o.kubernetesVersion, "kubernetes-version", embeddedKubernetesVersion(), "Kubernetes version of the machines (KUBERNETES_VERSION)")
-	f.IntVar(&o.controlPlanes, "control-plane-machine-count", 1, "control-plane machines (CONTROL_PLANE_MACHINE_COUNT)")
-	f.IntVar(&o.workers, "worker-machine-count", 2, "worker machines (WORKER_MACHINE_COUNT)")
-	f.StringVarP(&o.namespace, "target-namespace", "n", "default", "namespace of the cluster's objects (NAMESPACE)")
+	f.StringVar(&o.config, "config", "", "YAML file of KEY: value template variables (default "+templates.DefaultConfigPath()+" when it exists)")
+	f.StringVar(&o.kubernetesVersion, flagKubernetesVersion, embeddedKubernetesVersion(), "Kubernetes version of the machines ("+varKubernetesVersion+")")
+	f.IntVar(&o.controlPlanes, flagControlPlanes, 1, "control-plane machines ("+varControlPlanes+"; default: the template's, else 1)")
+	f.IntVar(&o.workers, flagWorkers, 2, "worker machines ("+varWorkers+"; default: the template's, else 2)")
+	f.StringVarP(&o.namespace, flagNamespace, "n", "default", "namespace of the cluster's objects ("+varNamespace+")")
 }
 
 // embeddedKubernetesVersion is the version of the API server a local
@@ -58,32 +78,109 @@ func (o *clusterTemplateOptions) template() (string, error) {
 	return templates.Local(o.flavor)
 }
 
-// render fills the template: flags first, then the environment, then the
-// template's own defaults.
+func (o *clusterTemplateOptions) changed(flag string) bool {
+	return o.flags != nil && o.flags.Changed(flag)
+}
+
+// variables returns the sources of the variables' values: lookup holds, in
+// order, the flags the user set, the environment and the config file;
+// fallback holds the flags' defaults, which count only below the template's
+// own defaults (so that a flavor can choose, say, three control-plane
+// machines).
+func (o *clusterTemplateOptions) variables(name string) (lookup, fallback func(string) (string, bool), err error) {
+	flagVars := map[string]string{varClusterName: name}
+	defaultVars := map[string]string{}
+	for _, v := range []struct{ flag, variable, value string }{
+		{flagNamespace, varNamespace, o.namespace},
+		{flagKubernetesVersion, varKubernetesVersion, o.kubernetesVersion},
+		{flagControlPlanes, varControlPlanes, strconv.Itoa(o.controlPlanes)},
+		{flagWorkers, varWorkers, strconv.Itoa(o.workers)},
+	} {
+		if o.changed(v.flag) {
+			flagVars[v.variable] = v.value
+		} else {
+			defaultVars[v.variable] = v.value
+		}
+	}
+	path, optional := o.config, false
+	if path == "" {
+		path, optional = templates.DefaultConfigPath(), true
+	}
+	fileVars := map[string]string{}
+	if path != "" {
+		if fileVars, err = templates.LoadConfig(path, optional); err != nil {
+			return nil, nil, fmt.Errorf("--config: %w", err)
+		}
+	}
+	lookup = func(k string) (string, bool) {
+		if v, ok := flagVars[k]; ok {
+			return v, true
+		}
+		if v, ok := os.LookupEnv(k); ok {
+			return v, true
+		}
+		v, ok := fileVars[k]
+		return v, ok
+	}
+	fallback = func(k string) (string, bool) { v, ok := defaultVars[k]; return v, ok }
+	return lookup, fallback, nil
+}
+
+// render fills the template: flags the user set first, then the
+// environment, then the config file, then the template's own defaults, then
+// the flags' defaults. It leaves the options holding the values used, for
+// callers that wait for the machines.
 func (o *clusterTemplateOptions) render(name string) (string, error) {
 	tmpl, err := o.template()
 	if err != nil {
 		return "", err
 	}
-	if o.controlPlanes < 1 {
-		return "", fmt.Errorf("--control-plane-machine-count %d: a cluster needs at least one control-plane machine", o.controlPlanes)
+	lookup, fallback, err := o.variables(name)
+	if err != nil {
+		return "", err
 	}
-	if o.workers < 0 {
-		return "", fmt.Errorf("--worker-machine-count %d: must not be negative", o.workers)
+	manifest, err := templates.RenderWithFallback(tmpl, lookup, fallback)
+	if err != nil {
+		return "", err
 	}
-	vars := map[string]string{
-		"CLUSTER_NAME":                name,
-		"NAMESPACE":                   o.namespace,
-		"KUBERNETES_VERSION":          o.kubernetesVersion,
-		"CONTROL_PLANE_MACHINE_COUNT": strconv.Itoa(o.controlPlanes),
-		"WORKER_MACHINE_COUNT":        strconv.Itoa(o.workers),
+	vars, err := templates.Variables(tmpl)
+	if err != nil {
+		return "", err
 	}
-	return templates.Render(tmpl, func(k string) (string, bool) {
-		if v, ok := vars[k]; ok {
-			return v, true
+	value := func(k string) string {
+		if v, ok := lookup(k); ok {
+			return v
 		}
-		return os.LookupEnv(k)
-	})
+		if v, ok, _ := templates.Default(tmpl, k); ok {
+			return v
+		}
+		v, _ := fallback(k)
+		return v
+	}
+	for _, c := range []struct {
+		variable string
+		min      int
+		into     *int
+	}{
+		{varControlPlanes, 1, &o.controlPlanes},
+		{varWorkers, 0, &o.workers},
+	} {
+		if _, used := vars[c.variable]; !used {
+			continue
+		}
+		n, err := strconv.Atoi(value(c.variable))
+		if err != nil {
+			return "", fmt.Errorf("%s %q: must be a whole number", c.variable, value(c.variable))
+		}
+		if n < c.min {
+			return "", fmt.Errorf("%s %d: must be at least %d (a cluster needs a control-plane machine; workers cannot be negative)", c.variable, n, c.min)
+		}
+		*c.into = n
+	}
+	if _, used := vars[varNamespace]; used {
+		o.namespace = value(varNamespace)
+	}
+	return manifest, nil
 }
 
 func newGenerateCommand() *cobra.Command {
@@ -93,7 +190,16 @@ func newGenerateCommand() *cobra.Command {
 	cluster := &cobra.Command{
 		Use:   "cluster NAME",
 		Short: "Print the manifests of a workload cluster, ready for kubectl apply -f -",
-		Args:  cobra.ExactArgs(1),
+		Long: `Print the manifests of a workload cluster, ready for kubectl apply -f -.
+
+The template's ${VAR} and ${VAR:=default} references are filled from, in this
+order: the flags given, the environment, the --config file (top-level
+KEY: value pairs), the template's defaults and the flags' defaults. A variable
+with no value is an error that names it; nothing is printed then.`,
+		Example: `  capstan generate cluster demo | kubectl apply -f -
+  capstan generate cluster prod --flavor ha --worker-machine-count 3
+  capstan generate cluster other --from my-template.yaml --list-variables`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
 			if listVariables {
@@ -105,6 +211,10 @@ func newGenerateCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
+				_, fallback, err := o.variables(args[0])
+				if err != nil {
+					return err
+				}
 				names := make([]string, 0, len(vars))
 				for n := range vars {
 					names = append(names, n)
@@ -112,10 +222,17 @@ func newGenerateCommand() *cobra.Command {
 				sort.Strings(names)
 				fmt.Fprintln(out, "Variables:")
 				for _, n := range names {
-					if vars[n] != "" {
-						fmt.Fprintf(out, "  - %s (default %q)\n", n, vars[n])
-					} else {
-						fmt.Fprintf(out, "  - %s\n", n)
+					def, hasDefault, _ := templates.Default(tmpl, n)
+					if !hasDefault {
+						def, hasDefault = fallback(n)
+					}
+					switch {
+					case n == varClusterName:
+						fmt.Fprintf(out, "  - %s (the NAME argument)\n", n)
+					case hasDefault:
+						fmt.Fprintf(out, "  - %s (default %q)\n", n, def)
+					default:
+						fmt.Fprintf(out, "  - %s (required)\n", n)
 					}
 				}
 				return nil
