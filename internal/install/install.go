@@ -276,7 +276,11 @@ func describePod(p *corev1.Pod) string {
 		st := "container " + cs.Name
 		switch {
 		case cs.State.Waiting != nil:
-			st += " waiting (" + cs.State.Waiting.Reason + ": " + cs.State.Waiting.Message + ")"
+			st += " waiting (" + cs.State.Waiting.Reason
+			if cs.State.Waiting.Message != "" {
+				st += ": " + cs.State.Waiting.Message
+			}
+			st += ")"
 		case cs.State.Terminated != nil:
 			st += fmt.Sprintf(" terminated (%s, exit code %d)", cs.State.Terminated.Reason, cs.State.Terminated.ExitCode)
 		case cs.State.Running != nil:

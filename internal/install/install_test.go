@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/deploy"
 	"capstan.dev/capstan/internal/install"
 	"capstan.dev/capstan/internal/testenv"
@@ -247,5 +248,40 @@ func TestApplyPlanAndWait(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "CRDs not established") {
 		t.Errorf("Wait error names CRDs as not established: %v", err)
+	}
+}
+
+// Delete refuses to take the CRDs while Clusters exist, naming where they
+// are; without the CRDs it removes the namespace and RBAC and keeps them.
+func TestDeleteKeepsCRDsAndRefusesWhileClustersExist(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	objs, err := deploy.Objects(deploy.Options{Image: deploy.Image("v9.0.0"), Version: "v9.0.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := install.Apply(ctx, env.Client, objs); err != nil {
+		t.Fatal(err)
+	}
+	cluster := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c1"}, Spec: clusterv1.ClusterSpec{Paused: ptr.To(true)}}
+	if err := env.Client.Create(ctx, cluster); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	err = install.Delete(ctx, env.Client, objs, install.DeleteOptions{IncludeCRDs: true, Timeout: time.Minute, Out: &out})
+	if err == nil || !strings.Contains(err.Error(), "1 in "+ns) || !strings.Contains(err.Error(), "--force") {
+		t.Fatalf("Delete with CRDs while a Cluster exists = %v; want a refusal naming 1 in %s and --force", err, ns)
+	}
+	if in, err := install.Inspect(ctx, env.Client); err != nil || !in.Found {
+		t.Fatalf("a refused Delete removed something: %+v, %v", in, err)
+	}
+	if err := install.Delete(ctx, env.Client, objs, install.DeleteOptions{Timeout: time.Minute, Out: &out}); err != nil {
+		t.Fatal(err)
+	}
+	if in, err := install.Inspect(ctx, env.Client); err != nil || in.Found {
+		t.Errorf("after Delete: %+v, %v; want nothing installed", in, err)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cluster), cluster); err != nil {
+		t.Errorf("the Cluster after Delete without CRDs: %v", err)
 	}
 }

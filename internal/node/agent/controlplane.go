@@ -336,6 +336,8 @@ func (a *agent) startKubelet(o kubelet.Options) {
 	o.ProviderID = a.m.ProviderID
 	o.KubeletVersion = a.m.Version
 	o.Address = "127.0.0.1"
+	// Pods of Capstan's own image run as processes under the machine's "/".
+	o.RootDir = a.root
 	o.Log = a.log.WithName("kubelet")
 	ctx, cancel := context.WithCancel(context.Background())
 	a.kubeletCancel = cancel

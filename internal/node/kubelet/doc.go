@@ -3,7 +3,7 @@
 // cluster's API server, so that Cluster API's controllers (Machine node
 // references, drain, MachineHealthCheck, KubeadmControlPlane's etcd and
 // control-plane checks) see what they would see on a cloud VM. It runs no
-// containers.
+// containers, except Capstan's own (below).
 //
 // Bootstrap performs the kubelet's TLS bootstrap: with the bootstrap token's
 // credentials it submits a CertificateSigningRequest for
@@ -37,6 +37,26 @@
 //     pod with restartPolicy Never or OnFailure runs until deleted. A pod
 //     being deleted (including by eviction) is confirmed at once by a
 //     delete with grace period 0, preconditioned on its UID.
+//   - Pods whose containers all run Capstan's own image
+//     (deploy.IsCapstanImage: ghcr.io/capstan-dev/capstan, any tag) run for
+//     real when Options.RootDir is set, so Capstan installed into a
+//     workload cluster (`capstan init`) really manages: each container is a
+//     process of this executable (the capstan binary) with the container's
+//     arguments (a command's first word, the binary, is dropped), its plain
+//     environment values and the cheap field references (metadata.name,
+//     namespace, uid, spec.nodeName, serviceAccountName, status.podIP,
+//     hostIP), KUBECONFIG, POD_NAMESPACE and POD_NAME. The kubeconfig, in
+//     RootDir/var/lib/kubelet/pods/<uid>/ beside the process's working
+//     directory and <container>.log, names the node's API server endpoint
+//     and CA and a token file holding a service-account token the node
+//     requested bound to the pod (renewed at 4/5 of its hour). Exited
+//     processes restart per restartPolicy with the kubelet's back-off (10s
+//     doubling to 5m); the status reports Running and Ready only while the
+//     process runs, restartCount and the last termination honestly, and
+//     Succeeded/Failed when nothing restarts. Probes are not run. Deleting
+//     the pod, or stopping the node, stops the processes (SIGTERM, SIGKILL
+//     after terminationGracePeriodSeconds) before the deletion is confirmed;
+//     the processes share the machine's process group and die with it.
 //   - Static pods: each Options.StaticPods entry has a mirror Pod
 //     kube-system/<component>-<node>, owned by the Node, re-created when
 //     deleted, whose Ready condition follows the entry's Healthy check,

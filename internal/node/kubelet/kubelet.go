@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -95,6 +96,15 @@ type Options struct {
 	// OnLeave runs when the Node is asked to leave the load balancer; the
 	// node answers once it returns nil.
 	OnLeave func(ctx context.Context) error
+	// RootDir is the machine's "/". When set, Pods whose containers all run
+	// Capstan's own image (deploy.IsCapstanImage) run for real, as
+	// processes of Executable, under RootDir/var/lib/kubelet/pods/<uid>/;
+	// other Pods are only reported as running.
+	RootDir string
+	// Executable runs the containers of such Pods with their command's
+	// arguments (default: this process's own executable, the capstan
+	// binary the image would hold).
+	Executable string
 	// HeartbeatInterval is the Lease renewal period (default 10s).
 	HeartbeatInterval time.Duration
 	Log               logr.Logger
@@ -124,6 +134,9 @@ type kubelet struct {
 
 	health *healthBook
 	lease  *leaseKeeper
+
+	exe   string
+	procs *processes
 }
 
 // Run registers the node and keeps it alive until ctx ends; see the package
@@ -189,7 +202,13 @@ func newKubelet(o Options) (*kubelet, error) {
 		}
 	}
 	cidr, base := nodePodCIDR(o.NodeName)
-	return &kubelet{
+	exe := o.Executable
+	if exe == "" && o.RootDir != "" {
+		if exe, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("kubelet: finding this executable to run Capstan's pods with: %w", err)
+		}
+	}
+	k := &kubelet{
 		o:       o,
 		log:     o.Log.WithValues("node", o.NodeName),
 		client:  client,
@@ -202,7 +221,10 @@ func newKubelet(o Options) (*kubelet, error) {
 		statusCh: make(chan struct{}, 1),
 		leaveCh:  make(chan struct{}, 1),
 		health:   newHealthBook(),
-	}, nil
+		exe:      exe,
+	}
+	k.procs = &processes{k: k, pods: map[types.UID]*processPod{}}
+	return k, nil
 }
 
 // newClient copies cfg so the caller's configuration is never modified, and
@@ -278,6 +300,9 @@ func (k *kubelet) run(ctx context.Context) error {
 	<-ctx.Done()
 	k.queue.ShutDown()
 	wg.Wait()
+	// A stopping node stops the processes of its pods, each within its
+	// grace period.
+	k.procs.stopAll()
 	k.log.Info("Kubelet stopped")
 	return nil
 }

@@ -45,6 +45,12 @@ func (k *kubelet) podDeleted(obj any) {
 		return
 	}
 	k.ips.release(pod.UID)
+	if k.procs.get(pod.UID) != nil {
+		// Gone without a graceful deletion we saw (for example deleted
+		// with grace period 0): its processes go too.
+		uid := pod.UID
+		go func() { <-k.procs.stop(uid); k.procs.forget(uid) }()
+	}
 	if isMirrorPod(pod) {
 		// Re-create it if it is one of ours.
 		notify(k.statusCh)
@@ -93,6 +99,18 @@ func (k *kubelet) syncPod(ctx context.Context, key string) error {
 	}
 	pod := obj.(*corev1.Pod)
 	if pod.DeletionTimestamp != nil {
+		if pp := k.procs.get(pod.UID); pp != nil {
+			select {
+			case <-pp.stopped:
+				k.procs.forget(pod.UID)
+			default:
+				// Stopping takes up to the grace period: the pod is
+				// confirmed deleted when its processes are gone.
+				stopped := k.procs.stop(pod.UID)
+				go func() { <-stopped; k.queue.Add(key) }()
+				return nil
+			}
+		}
 		return k.confirmDeletion(ctx, pod)
 	}
 	if isMirrorPod(pod) {
@@ -114,11 +132,18 @@ func (k *kubelet) syncPod(ctx context.Context, key string) error {
 		}
 		podIP = ip.String()
 	}
+	if k.o.RootDir != "" && runsAsProcess(pod) {
+		pp, err := k.procs.ensure(pod)
+		if err != nil {
+			return err
+		}
+		return k.writePodStatus(ctx, pod, processPodStatus(pod, podIP, k.o.Address, metav1.Now(), pp.snapshot()))
+	}
 	return k.writePodStatus(ctx, pod, desiredPodStatus(pod, podIP, k.o.Address, metav1.Now(), true))
 }
 
-// confirmDeletion finishes a graceful deletion at once: the containers are
-// imaginary, so they have already stopped. The UID precondition keeps a
+// confirmDeletion finishes a graceful deletion: imaginary containers have
+// already stopped, real processes were stopped before. The UID precondition keeps a
 // same-named successor pod safe.
 func (k *kubelet) confirmDeletion(ctx context.Context, pod *corev1.Pod) error {
 	return k.deletePod(ctx, pod, ptr.To[int64](0))
