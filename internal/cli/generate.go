@@ -211,7 +211,7 @@ with no value is an error that names it; nothing is printed then.`,
 				if err != nil {
 					return err
 				}
-				_, fallback, err := o.variables(args[0])
+				lookup, fallback, err := o.variables(args[0])
 				if err != nil {
 					return err
 				}
@@ -226,9 +226,13 @@ with no value is an error that names it; nothing is printed then.`,
 					if !hasDefault {
 						def, hasDefault = fallback(n)
 					}
+					// Values are not shown: a variable may hold a secret.
+					_, set := lookup(n)
 					switch {
 					case n == varClusterName:
 						fmt.Fprintf(out, "  - %s (the NAME argument)\n", n)
+					case set:
+						fmt.Fprintf(out, "  - %s (set by a flag, the environment or the config file)\n", n)
 					case hasDefault:
 						fmt.Fprintf(out, "  - %s (default %q)\n", n, def)
 					default:
