@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -182,6 +183,12 @@ func runRollout(ctx context.Context, c client.Client, out io.Writer, op string, 
 		default:
 			return fmt.Errorf("unknown rollout operation %q", op)
 		}
+	}
+	if equality.Semantic.DeepEqual(original, obj) {
+		// Revisions can share a template: a restart makes a new revision
+		// of the same one. Writing it back would change nothing.
+		fmt.Fprintf(out, "%s %s/%s: nothing to change, it already is what %s asks for\n", ref.kind, namespace, ref.name, op)
+		return nil
 	}
 	if err := c.Patch(ctx, obj, patch, client.FieldOwner(fieldOwner)); err != nil {
 		return fmt.Errorf("updating %s %s/%s: %w", ref.kind, namespace, ref.name, err)

@@ -143,6 +143,25 @@ func TestRolloutCommands(t *testing.T) {
 	if md.Spec.Template.Spec.Version != "v1.35.8" || md.Spec.Template.Labels["tier"] != "new" {
 		t.Errorf("undo --to-revision 2 left template %+v", md.Spec.Template)
 	}
+	// A restart makes a revision of the same template: undoing it has
+	// nothing to write.
+	rev3 := &clusterv1.MachineSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "demo-md-0-rev3", Namespace: ns,
+			Annotations:     map[string]string{clusterv1.RevisionAnnotation: "3"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "MachineDeployment", Name: md.Name, UID: md.UID, Controller: ptr.To(true)}}},
+		Spec: clusterv1.MachineSetSpec{ClusterName: "demo", Replicas: ptr.To[int32](0), Template: *md.Spec.Template.DeepCopy()},
+	}
+	if err := c.Create(ctx, rev3); err != nil {
+		t.Fatal(err)
+	}
+	rv = md.ResourceVersion
+	if out := must(rollout("undo", "md/demo-md-0")); !strings.Contains(out, "nothing to change") {
+		t.Errorf("undo to an identical template said %q", out)
+	}
+	get(md)
+	if md.ResourceVersion != rv {
+		t.Error("undo to an identical template wrote the MachineDeployment")
+	}
 	if _, err := rollout("undo", "md/demo-md-0", "--to-revision", "7"); err == nil || !strings.Contains(err.Error(), "revision 7 of MachineDeployment demo-md-0 is not kept") {
 		t.Errorf("undo to a revision not kept: %v", err)
 	}
