@@ -331,3 +331,24 @@ func TestParseShowConditions(t *testing.T) {
 		}
 	}
 }
+
+func TestShowConditionsMatches(t *testing.T) {
+	for _, tc := range []struct {
+		items      []string
+		kind, name string
+		want       bool
+	}{
+		{[]string{"all"}, "Machine", "m1", true},
+		{[]string{"machine"}, "Machine", "m1", true},
+		{[]string{"Machine/m2"}, "Machine", "m1", false},
+		{[]string{"Machine/m1"}, "Machine", "m1", true},
+		{[]string{"kcp"}, "KubeadmControlPlane", "cp", true},
+		{[]string{"md/demo-md-0"}, "MachineDeployment", "demo-md-0", true},
+		{[]string{"md/demo-md-0"}, "MachineSet", "demo-md-0", false},
+		{nil, "Cluster", "demo", false},
+	} {
+		if got := (Options{ShowConditions: tc.items}).showConditionsOf(tc.kind, tc.name); got != tc.want {
+			t.Errorf("%v on %s/%s: %v, want %v", tc.items, tc.kind, tc.name, got, tc.want)
+		}
+	}
+}

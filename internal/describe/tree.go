@@ -36,8 +36,9 @@ type Objects struct {
 // Options choose how much of the tree is shown.
 type Options struct {
 	// ShowConditions lists the objects whose every condition is shown, not
-	// only the summary: "all", a kind ("Machine", case-insensitive) or a
-	// kind and a name ("MachineDeployment/demo-md-0").
+	// only the summary: "all", a kind ("Machine", case-insensitive, or a
+	// short name such as kcp or md) or a kind and a name
+	// ("MachineDeployment/demo-md-0").
 	ShowConditions []string
 	// ShowMachineSets puts each MachineDeployment's MachineSets between it
 	// and its Machines.
@@ -123,12 +124,18 @@ func ParseShowConditions(s string) ([]string, error) {
 	return out, nil
 }
 
+// shortKinds are the kubectl short names of the kinds in a tree.
+var shortKinds = map[string]string{"kcp": "KubeadmControlPlane", "md": "MachineDeployment", "ms": "MachineSet", "lc": "LocalCluster"}
+
 func (o Options) showConditionsOf(kind, name string) bool {
 	for _, item := range o.ShowConditions {
 		if strings.EqualFold(item, "all") {
 			return true
 		}
 		k, n, hasName := strings.Cut(item, "/")
+		if long, ok := shortKinds[strings.ToLower(k)]; ok {
+			k = long
+		}
 		if strings.EqualFold(k, kind) && (!hasName || n == name) {
 			return true
 		}
