@@ -14,6 +14,7 @@ import (
 	machinedeploymentcontroller "capstan.dev/capstan/internal/controllers/machinedeployment"
 	machinehealthcheckcontroller "capstan.dev/capstan/internal/controllers/machinehealthcheck"
 	machinesetcontroller "capstan.dev/capstan/internal/controllers/machineset"
+	"capstan.dev/capstan/internal/providers/inmemory"
 	"capstan.dev/capstan/internal/providers/local"
 	"capstan.dev/capstan/internal/workload"
 )
@@ -92,7 +93,18 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		if lo.MaxConcurrentReconciles == 0 {
 			lo.MaxConcurrentReconciles = max(o.concurrency(LocalMachineController), o.concurrency(LocalClusterController))
 		}
-		return local.Setup(ctx, mgr, lo)
+		if err := local.Setup(ctx, mgr, lo); err != nil {
+			return err
+		}
+	}
+	if o.InMemory != nil {
+		io := *o.InMemory
+		if io.MaxConcurrentReconciles == 0 {
+			io.MaxConcurrentReconciles = max(o.concurrency(inmemory.InMemoryMachineController), o.concurrency(inmemory.InMemoryClusterController))
+		}
+		if _, err := inmemory.Setup(ctx, mgr, io); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"capstan.dev/capstan/internal/providers/inmemory"
 	"capstan.dev/capstan/internal/providers/local"
 	"capstan.dev/capstan/internal/scheme"
 )
@@ -61,6 +62,10 @@ type Options struct {
 	// Local, when set, runs the local infrastructure provider's controllers
 	// (LocalCluster, LocalMachine) with these options.
 	Local *local.Options
+	// InMemory, when set, runs the in-memory infrastructure provider's
+	// controllers (InMemoryCluster, InMemoryMachine): simulated machines
+	// for scale tests and benchmarks.
+	InMemory *inmemory.Options
 	// SyncPeriod is how often every object is reconciled even without
 	// changes; it bounds how long a missed event can go unnoticed.
 	SyncPeriod time.Duration
