@@ -85,6 +85,31 @@ func (s *clusterSource) objects(ctx context.Context, pause bool) ([]*unstructure
 	if err != nil {
 		return nil, err
 	}
+	// A controller may not look at its objects again when their Cluster
+	// pauses; the paused annotation on the object itself wakes it, and it
+	// reports the pause in its Paused condition. Objects without that
+	// condition have no controller that pauses.
+	annotated := 0
+	for _, u := range objs {
+		k := keyOf(u)
+		if (k.Group == coreGroup && k.Kind == clusterKind) || !hasCondition(u, "Paused") {
+			continue
+		}
+		if _, paused := u.GetAnnotations()[pausedAnnotation]; paused {
+			continue // paused by a user (stays so) or by an earlier run
+		}
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"",%q:"true"}}}`, pausedAnnotation, pausedByMoveKey)
+		if err := s.c.Patch(ctx, u, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+			return nil, fmt.Errorf("pausing %s: %w", k, err)
+		}
+		annotated++
+	}
+	if annotated > 0 {
+		fmt.Fprintf(s.out, "Paused %d objects with the %s annotation.\n", annotated, pausedAnnotation)
+		if objs, err = discover(ctx, s.c, s.namespace); err != nil {
+			return nil, err
+		}
+	}
 	if s.pauseTimeout <= 0 || len(objs) == 0 {
 		return objs, nil
 	}
@@ -112,6 +137,16 @@ func (s *clusterSource) objects(ctx context.Context, pause bool) ([]*unstructure
 	}
 	// The final list: nothing changes once everything is paused.
 	return discover(ctx, s.c, s.namespace)
+}
+
+func hasCondition(u *unstructured.Unstructured, t string) bool {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, _ := c.(map[string]any); m["type"] == t {
+			return true
+		}
+	}
+	return false
 }
 
 // notPaused names the objects whose Paused condition is present but not
@@ -333,31 +368,49 @@ func keys(m map[string]bool) []string {
 	return out
 }
 
-// finish unpauses the target's Clusters that a move paused.
+// finish unpauses what a move paused in the target: the paused
+// annotation on objects first, the Clusters' spec.paused last.
 func (t *clusterTarget) finish(ctx context.Context) ([]Key, error) {
-	clusters := &unstructured.UnstructuredList{}
-	clusters.SetGroupVersionKind(clusterGVK.GroupVersion().WithKind(clusterKind + "List"))
-	var opts []client.ListOption
-	if t.namespace != "" {
-		opts = append(opts, client.InNamespace(t.namespace))
+	kinds, err := discoverKinds(ctx, t.c)
+	if err != nil {
+		return nil, err
 	}
-	if err := t.c.List(ctx, clusters, opts...); err != nil {
-		if meta.IsNoMatchError(err) {
-			return nil, nil
+	var out, clusters []Key
+	var clusterObjs []*unstructured.Unstructured
+	for _, kd := range kinds {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(kd.gvk.GroupVersion().WithKind(kd.gvk.Kind + "List"))
+		var opts []client.ListOption
+		if t.namespace != "" {
+			opts = append(opts, client.InNamespace(t.namespace))
 		}
-		return nil, fmt.Errorf("listing Clusters in the target: %w", err)
+		if err := t.c.List(ctx, list, opts...); err != nil {
+			if meta.IsNoMatchError(err) {
+				continue
+			}
+			return out, fmt.Errorf("listing %s in the target: %w", kd.gvk.Kind, err)
+		}
+		for i := range list.Items {
+			u := &list.Items[i]
+			if _, ours := u.GetAnnotations()[pausedByMoveKey]; !ours {
+				continue
+			}
+			if kd.gvk.Group == coreGroup && kd.gvk.Kind == clusterKind {
+				clusterObjs = append(clusterObjs, u)
+				continue
+			}
+			patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:null,%q:null}}}`, pausedAnnotation, pausedByMoveKey)
+			if err := t.c.Patch(ctx, u, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+				return out, fmt.Errorf("unpausing %s: %w", keyOf(u), err)
+			}
+		}
 	}
-	var out []Key
-	for i := range clusters.Items {
-		cl := &clusters.Items[i]
-		if _, ours := cl.GetAnnotations()[pausedByMoveKey]; !ours {
-			continue
-		}
+	for _, cl := range clusterObjs {
 		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:null}},"spec":{"paused":null}}`, pausedByMoveKey)
 		if err := t.c.Patch(ctx, cl, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
 			return out, fmt.Errorf("unpausing %s: %w", keyOf(cl), err)
 		}
-		out = append(out, keyOf(cl))
+		clusters = append(clusters, keyOf(cl))
 	}
-	return out, nil
+	return append(out, clusters...), nil
 }

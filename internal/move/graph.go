@@ -30,6 +30,7 @@ const (
 	annotationPrefix = "move.capstan.dev/"
 	sourceUIDKey     = annotationPrefix + "source-uid"
 	pausedByMoveKey  = annotationPrefix + "paused"
+	pausedAnnotation = "cluster.x-k8s.io/paused"
 	clusterKind      = "Cluster"
 	secretKind       = "Secret"
 	configMapKind    = "ConfigMap"

@@ -139,7 +139,10 @@ func buildGraph(t *testing.T, c client.Client, ns string) *graph {
 		}, owner)
 		im := provider.InfraMachine.New(ns, name, map[string]any{"providerID": "test://" + name})
 		im.SetFinalizers([]string{"test.capstan.dev/machine"})
-		create(im, false, map[string]any{"initialization": map[string]any{"provisioned": true}, "pid": int64(4242)}, m)
+		// A Paused condition says a controller reconciles it: the move
+		// pauses it with the paused annotation, and unpauses it at the end.
+		create(im, false, map[string]any{"initialization": map[string]any{"provisioned": true}, "pid": int64(4242),
+			"conditions": []any{map[string]any{"type": "Paused", "status": "False", "reason": "NotPaused", "lastTransitionTime": "2026-01-01T00:00:00Z"}}}, m)
 		bc := create(provider.BootstrapConfig.New(ns, name, nil), false,
 			map[string]any{"dataSecretName": name + "-data", "initialization": map[string]any{"dataSecretCreated": true}}, m)
 		data := newObj("v1", "Secret", ns, name+"-data", nil)
@@ -233,8 +236,10 @@ func expectMoved(t *testing.T, g *graph, from, to client.Client) {
 		if !reflect.DeepEqual(src.GetFinalizers(), cp.GetFinalizers()) {
 			t.Errorf("%s: finalizers %v, want %v", describe(src), cp.GetFinalizers(), src.GetFinalizers())
 		}
-		if cp.GetAnnotations()["move.capstan.dev/paused"] != "" {
-			t.Errorf("%s still carries the move's pause marker", describe(src))
+		for _, a := range []string{"move.capstan.dev/paused", "cluster.x-k8s.io/paused"} {
+			if _, ok := cp.GetAnnotations()[a]; ok {
+				t.Errorf("%s still carries the annotation %s", describe(src), a)
+			}
 		}
 		if paused, found, _ := unstructured.NestedBool(cp.Object, "spec", "paused"); found || paused {
 			t.Errorf("%s: spec.paused is still set in the target", describe(src))
@@ -381,6 +386,14 @@ func TestMoveInterruptedAndResumed(t *testing.T) {
 	cl, _ := get(t, a, g.moved[0])
 	if p, _, _ := unstructured.NestedBool(cl.Object, "spec", "paused"); !p {
 		t.Fatal("the source Cluster is not paused")
+	}
+	for _, u := range g.moved {
+		if u.GetKind() == provider.InfraMachine.Kind {
+			cur, _ := get(t, a, u)
+			if _, ok := cur.GetAnnotations()["cluster.x-k8s.io/paused"]; !ok {
+				t.Errorf("%s, which reports a Paused condition, was not paused with the annotation", describe(u))
+			}
+		}
 	}
 	tcl, _ := get(t, b, g.moved[0])
 	if p, _, _ := unstructured.NestedBool(tcl.Object, "spec", "paused"); !p {
