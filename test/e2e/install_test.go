@@ -16,6 +16,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -49,8 +50,8 @@ func installCapstanInto(t *testing.T, p *plane, cluster string) string {
 		t.Fatalf("capstan init exited %d:\n%s", code, out)
 	}
 	t.Logf("capstan init took %.1fs:\n%s", time.Since(started).Seconds(), out)
-	if !strings.Contains(out, "waiting for") || !strings.Contains(out, "manager is running") {
-		t.Errorf("init did not say what it waited for and that the manager runs:\n%s", out)
+	if !strings.Contains(out, "manager Deployment available") || !strings.Contains(out, "manager is running") {
+		t.Errorf("init did not say that the manager runs:\n%s", out)
 	}
 	return kubeconfig
 }
@@ -81,7 +82,8 @@ func installedManagerPids(p *plane) []int {
 // TestInstallIntoWorkloadCluster is the first half of the pivot: Capstan
 // installed into a workload cluster of the local provider runs there for
 // real (its manager is a process on the worker, holding its leader Lease),
-// upgrade plan finds nothing to do, and delete takes it out again.
+// upgrade plan finds nothing to do, an installation of another version is
+// refused by init and upgraded by upgrade apply, and delete takes it out.
 func TestInstallIntoWorkloadCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a workload cluster")
@@ -118,6 +120,13 @@ func TestInstallIntoWorkloadCluster(t *testing.T) {
 
 	// The manager holds and renews its leader Lease in the workload cluster.
 	var first *metav1.MicroTime
+	renewed := false
+	defer func() {
+		if !renewed {
+			b, _ := os.ReadFile(logs[0])
+			t.Logf("manager log:\n%s", tail(string(b), 40))
+		}
+	}()
 	waitFor(t, "the manager to renew its leader Lease", 90*time.Second, func() string {
 		lease, err := wl.CoordinationV1().Leases("capstan-system").Get(ctx, "capstan-manager", metav1.GetOptions{})
 		if err != nil {
@@ -135,15 +144,49 @@ func TestInstallIntoWorkloadCluster(t *testing.T) {
 		}
 		return ""
 	})
-	if t.Failed() {
-		b, _ := os.ReadFile(logs[0])
-		t.Fatalf("manager log:\n%s", tail(string(b), 40))
-	}
+	renewed = true
 
 	out, code := capstan(t, "upgrade", "plan", "--kubeconfig", kubeconfig)
 	if code != 0 || !strings.Contains(out, "is up to date") {
 		t.Errorf("capstan upgrade plan exited %d:\n%s\nwant up to date", code, out)
 	}
+	// An installation of another version: init refuses and points to
+	// upgrade; upgrade plan and apply bring it to this binary's version,
+	// rolling the manager over to a new process.
+	out, _ = capstan(t, "version")
+	version := strings.Fields(out)[1]
+	old := "v0.0.1-e2e"
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{"capstan.dev/version":%q}}}`, old)
+	if _, err := wl.CoreV1().Namespaces().Patch(ctx, "capstan-system", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	patch = fmt.Sprintf(`{"spec":{"template":{"spec":{"containers":[{"name":"manager","image":"ghcr.io/capstan-dev/capstan:%s"}]}}}}`, old)
+	if _, err := wl.AppsV1().Deployments("capstan-system").Patch(ctx, "capstan-manager", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out, code = capstan(t, "init", "--state-dir", p.dir, "--kubeconfig", kubeconfig, "--infrastructure", "local")
+	if code == 0 || !strings.Contains(out, "capstan upgrade") || !strings.Contains(out, old) {
+		t.Errorf("capstan init over %s exited %d:\n%s\nwant a refusal pointing to capstan upgrade", old, code, out)
+	}
+	out, code = capstan(t, "upgrade", "plan", "--kubeconfig", kubeconfig)
+	if code != 0 || !strings.Contains(out, old+" → "+version) || !strings.Contains(out, "capstan:"+old+" → ghcr.io/capstan-dev/capstan:"+version) {
+		t.Errorf("capstan upgrade plan exited %d:\n%s\nwant %s → %s and the image change", code, out, old, version)
+	}
+	out, code = capstan(t, "upgrade", "apply", "--kubeconfig", kubeconfig, "--timeout", "2m")
+	t.Logf("capstan upgrade apply:\n%s", out)
+	if code != 0 {
+		t.Fatalf("capstan upgrade apply exited %d", code)
+	}
+	if out, code := capstan(t, "upgrade", "plan", "--kubeconfig", kubeconfig); code != 0 || !strings.Contains(out, "is up to date") {
+		t.Errorf("capstan upgrade plan after apply exited %d:\n%s\nwant up to date", code, out)
+	}
+	waitFor(t, "one manager process after the rollout", time.Minute, func() string {
+		if pids := installedManagerPids(p); len(pids) != 1 {
+			return fmt.Sprintf("manager processes %v", pids)
+		}
+		return ""
+	})
+
 	// A second init of the same version is harmless.
 	if out, code := capstan(t, "init", "--state-dir", p.dir, "--kubeconfig", kubeconfig, "--infrastructure", "local", "--timeout", "1m"); code != 0 {
 		t.Errorf("a second capstan init exited %d:\n%s", code, out)
