@@ -116,7 +116,7 @@ from the Machine's unless --echo.`,
 	}
 	f := cluster.Flags()
 	o.target.addFlags(cluster)
-	f.StringVar(&o.showConditions, "show-conditions", "", `list every condition of these objects: "all", kinds (Machine) or kind/name (MachineDeployment/demo-md-0), comma-separated`)
+	f.StringVar(&o.showConditions, "show-conditions", "", `list every condition of these objects: "all", kinds (Machine, kcp, md) or kind/name (md/demo-md-0), comma-separated`)
 	f.BoolVar(&o.showMachineSets, "show-machinesets", false, "show each MachineDeployment's MachineSets")
 	f.BoolVar(&o.grouping, "grouping", true, "collapse Machines in the same state into one row")
 	f.BoolVar(&o.echo, "echo", false, "show infrastructure machines and bootstrap configs also when their state is their Machine's")
