@@ -252,3 +252,35 @@ func TestGetKubeconfigCommand(t *testing.T) {
 		t.Errorf("got %q, %v; want the Secret's value", out, err)
 	}
 }
+
+// TestManagementClusterChoice: --kubeconfig first, then the running plane
+// of --state-dir, then $KUBECONFIG.
+func TestManagementClusterChoice(t *testing.T) {
+	ns := env.Namespace(t)
+	createTestCluster(t, ns, time.Now())
+	bogus := filepath.Join(t.TempDir(), "bogus.kubeconfig")
+	stopped := t.TempDir()
+	describeWith := func(args ...string) error {
+		_, _, err := runCapstan(t, append([]string{"describe", "cluster", "demo", "-n", ns, "-o", "json"}, args...)...)
+		return err
+	}
+	t.Setenv("KUBECONFIG", bogus)
+	if err := describeWith("--state-dir", env.StateDir); err != nil {
+		t.Errorf("the running plane's kubeconfig was not used before $KUBECONFIG: %v", err)
+	}
+	if err := describeWith("--state-dir", stopped); err == nil {
+		t.Error("a bogus $KUBECONFIG worked")
+	}
+	t.Setenv("KUBECONFIG", envKubeconfig())
+	if err := describeWith("--state-dir", stopped); err != nil {
+		t.Errorf("$KUBECONFIG was not used when no plane runs: %v", err)
+	}
+	if err := describeWith("--state-dir", stopped, "--kubeconfig", bogus); err == nil || !strings.Contains(err.Error(), "--kubeconfig "+bogus) {
+		t.Errorf("--kubeconfig did not come first: %v", err)
+	}
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("HOME", t.TempDir())
+	if err := describeWith("--state-dir", stopped); err == nil || !strings.Contains(err.Error(), "no management cluster") {
+		t.Errorf("without any management cluster: %v", err)
+	}
+}
