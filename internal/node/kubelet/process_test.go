@@ -116,6 +116,13 @@ func TestPodsOfCapstanImageRunAsProcesses(t *testing.T) {
 	})
 	dir := podDir(root, server)
 	pid := readPid(t, dir)
+	// A running process's status is written once, not rewritten on every
+	// sync (times are kept at the API's one-second precision).
+	rv := get("server").ResourceVersion
+	time.Sleep(2 * time.Second)
+	if now := get("server"); now.ResourceVersion != rv {
+		t.Errorf("the running server pod was re-written: resourceVersion %s → %s, status %+v", rv, now.ResourceVersion, now.Status.ContainerStatuses)
+	}
 	if !processAlive(pid) {
 		t.Fatalf("the server's process %d is not running", pid)
 	}
