@@ -2,6 +2,7 @@ package move
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"reflect"
@@ -25,6 +26,14 @@ var clusterGVK = schema.GroupVersionKind{Group: coreGroup, Version: "v1beta2", K
 // ToCluster moves the clusters of source to target, two management
 // clusters with the same CRDs installed.
 func ToCluster(ctx context.Context, source, target client.Client, o Options) error {
+	same, err := sameCluster(ctx, source, target)
+	if err != nil {
+		return &Error{Step: "connecting", Err: err}
+	}
+	if same {
+		// Every object would look like its own copy, and be deleted.
+		return &Error{Step: "connecting", Err: errors.New("the source and the target are the same cluster (their kube-system namespaces have the same UID): give --to-kubeconfig another management cluster")}
+	}
 	return run(ctx, newClusterSource(source, o), &clusterTarget{c: target, namespace: o.Namespace, uids: map[Key]types.UID{}}, o)
 }
 
@@ -33,6 +42,20 @@ type clusterSource struct {
 	namespace    string
 	out          io.Writer
 	pauseTimeout time.Duration
+}
+
+// sameCluster tells whether two clients reach the same cluster, by the UID
+// of its kube-system namespace.
+func sameCluster(ctx context.Context, a, b client.Client) (bool, error) {
+	var uids []types.UID
+	for _, c := range []client.Client{a, b} {
+		ns := &corev1.Namespace{}
+		if err := c.Get(ctx, client.ObjectKey{Name: metav1.NamespaceSystem}, ns); err != nil {
+			return false, fmt.Errorf("reading namespace kube-system: %w", err)
+		}
+		uids = append(uids, ns.UID)
+	}
+	return uids[0] == uids[1], nil
 }
 
 func newClusterSource(c client.Client, o Options) *clusterSource {

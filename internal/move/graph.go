@@ -225,6 +225,15 @@ func references(u *unstructured.Unstructured) []Key {
 		}
 	}
 	walk(u.Object["spec"])
+	// A Cluster names its ClusterClass without kind or group.
+	if u.GetKind() == clusterKind && u.GroupVersionKind().Group == coreGroup {
+		if name, _, _ := unstructured.NestedString(u.Object, "spec", "topology", "classRef", "name"); name != "" {
+			ns, _, _ := unstructured.NestedString(u.Object, "spec", "topology", "classRef", "namespace")
+			if ns == "" || ns == u.GetNamespace() {
+				out = append(out, Key{Group: coreGroup, Kind: "ClusterClass", Namespace: u.GetNamespace(), Name: name})
+			}
+		}
+	}
 	for _, path := range [][]string{{"spec", "bootstrap", "dataSecretName"}, {"status", "dataSecretName"}} {
 		if name, _, _ := unstructured.NestedString(u.Object, path...); name != "" {
 			out = append(out, Key{Kind: secretKind, Namespace: u.GetNamespace(), Name: name})

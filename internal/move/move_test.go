@@ -407,12 +407,26 @@ func TestMoveInterruptedAndResumed(t *testing.T) {
 	if !strings.Contains(out.String(), "exists already (earlier run)") {
 		t.Errorf("the resumed move did not recognise the earlier copies:\n%s", out.String())
 	}
+	// Stopped after the last deletion: nothing is left in the source, and
+	// the target's Cluster is still paused until the move runs again.
+	remaining := len(g.moved) - 5
+	opts.After = stopAt("delete", remaining)
+	if err := move.ToCluster(ctx, a, b, opts); !errors.Is(err, errStop) {
+		t.Fatalf("got %v, want the move stopped after the last deletion", err)
+	}
+	tcl, _ = get(t, b, g.moved[0])
+	if p, _, _ := unstructured.NestedBool(tcl.Object, "spec", "paused"); !p {
+		t.Fatal("the target Cluster was unpaused before the move finished")
+	}
 	opts.After = nil
 	out.Reset()
 	if err := move.ToCluster(ctx, a, b, opts); err != nil {
 		t.Fatalf("resuming: %v\n%s", err, out.String())
 	}
 	t.Logf("last resumed run:\n%s", out.String())
+	if !strings.Contains(out.String(), "Nothing to move") || !strings.Contains(out.String(), "Unpaused Cluster "+ns+"/c1") {
+		t.Errorf("the last run did not just unpause the Cluster:\n%s", out.String())
+	}
 	expectMoved(t, g, a, b)
 	if t.Failed() {
 		return
@@ -483,6 +497,23 @@ func TestMoveRefusesAForeignObject(t *testing.T) {
 	for _, u := range g.moved {
 		if _, ok := get(t, a, u); !ok {
 			t.Errorf("%s was deleted from the source of a failed move", describe(u))
+		}
+	}
+}
+
+// TestMoveToItselfIsRefused: with the same cluster on both sides every
+// object would look like its own copy and be deleted.
+func TestMoveToItselfIsRefused(t *testing.T) {
+	ctx := context.Background()
+	ns := namespace(t)
+	g := buildGraph(t, planes.Mgmt.Client, ns)
+	err := move.ToCluster(ctx, planes.Mgmt.Client, planes.Mgmt.Client, move.Options{Namespace: ns})
+	if err == nil || !strings.Contains(err.Error(), "same cluster") {
+		t.Fatalf("got %v, want a refusal", err)
+	}
+	for _, u := range g.moved {
+		if _, ok := get(t, planes.Mgmt.Client, u); !ok {
+			t.Errorf("%s was deleted", describe(u))
 		}
 	}
 }
