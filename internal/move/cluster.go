@@ -77,6 +77,11 @@ func (s *clusterSource) objects(ctx context.Context, pause bool) ([]*unstructure
 	if !pause {
 		return discover(ctx, s.c, s.namespace)
 	}
+	// An object being deleted would come back to life as a copy: let the
+	// source's controllers finish deleting before anything pauses.
+	if err := s.waitDeletions(ctx); err != nil {
+		return nil, err
+	}
 	clusters := &unstructured.UnstructuredList{}
 	clusters.SetGroupVersionKind(clusterGVK.GroupVersion().WithKind(clusterKind + "List"))
 	var opts []client.ListOption
@@ -170,6 +175,40 @@ func hasCondition(u *unstructured.Unstructured, t string) bool {
 		}
 	}
 	return false
+}
+
+// waitDeletions waits until no object of the graph is being deleted.
+func (s *clusterSource) waitDeletions(ctx context.Context) error {
+	deadline := time.Now().Add(s.pauseTimeout)
+	said := false
+	for {
+		objs, err := discover(ctx, s.c, s.namespace)
+		if err != nil {
+			return err
+		}
+		var deleting []string
+		for _, u := range objs {
+			if u.GetDeletionTimestamp() != nil {
+				deleting = append(deleting, keyOf(u).String())
+			}
+		}
+		if len(deleting) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("these objects are being deleted and would come back as copies: %s. Let the source's controllers finish (unpause their Cluster if a move paused it, remove stuck finalizers) and run the move again",
+				strings.Join(deleting, ", "))
+		}
+		if !said {
+			fmt.Fprintf(s.out, "Waiting until %d objects being deleted are gone: %s.\n", len(deleting), strings.Join(deleting, ", "))
+			said = true
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // notPaused names the objects whose Paused condition is present but not

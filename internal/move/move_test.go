@@ -517,3 +517,35 @@ func TestMoveToItselfIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestMoveRefusesObjectsBeingDeleted: an object being deleted is not copied (it
+// would come back to life in the target); the move says which one.
+func TestMoveRefusesObjectsBeingDeleted(t *testing.T) {
+	ctx := context.Background()
+	a, b := planes.Mgmt.Client, planes.Workload.Client
+	ns := namespace(t)
+	buildGraph(t, a, ns)
+	stuck := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "going", Finalizers: []string{"test.capstan.dev/hold"},
+		Labels: map[string]string{move.MoveLabel: ""}}}
+	if err := a.Create(ctx, stuck); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Delete(ctx, stuck); err != nil {
+		t.Fatal(err)
+	}
+	err := move.ToCluster(ctx, a, b, move.Options{Namespace: ns})
+	if err == nil || !strings.Contains(err.Error(), "ConfigMap "+ns+"/going") || !strings.Contains(err.Error(), "being deleted") {
+		t.Fatalf("got %v, want an error naming ConfigMap going", err)
+	}
+	cl := &unstructured.Unstructured{}
+	cl.SetGroupVersionKind(schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "Cluster"})
+	cl.SetNamespace(ns)
+	cl.SetName("c1")
+	cur, _ := get(t, a, cl)
+	if _, found, _ := unstructured.NestedBool(cur.Object, "spec", "paused"); found {
+		t.Error("the Cluster was paused although the move could not start")
+	}
+	if err := a.Patch(ctx, stuck, client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"finalizers":null}}`))); err != nil {
+		t.Fatal(err)
+	}
+}
