@@ -49,7 +49,8 @@ func (k *kubelet) podDeleted(obj any) {
 		// Gone without a graceful deletion we saw (for example deleted
 		// with grace period 0): its processes go too.
 		uid := pod.UID
-		go func() { <-k.procs.stop(uid); k.procs.forget(uid) }()
+		grace := pod.DeletionGracePeriodSeconds
+		go func() { <-k.procs.stop(uid, grace); k.procs.forget(uid) }()
 	}
 	if isMirrorPod(pod) {
 		// Re-create it if it is one of ours.
@@ -106,7 +107,7 @@ func (k *kubelet) syncPod(ctx context.Context, key string) error {
 			default:
 				// Stopping takes up to the grace period: the pod is
 				// confirmed deleted when its processes are gone.
-				stopped := k.procs.stop(pod.UID)
+				stopped := k.procs.stop(pod.UID, pod.DeletionGracePeriodSeconds)
 				go func() { <-stopped; k.queue.Add(key) }()
 				return nil
 			}

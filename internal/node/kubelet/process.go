@@ -69,6 +69,9 @@ type processPod struct {
 
 	mu         sync.Mutex
 	containers map[string]*containerState
+	// grace, when set, replaces the pod's termination grace period: a
+	// deletion may ask for a shorter one.
+	grace *time.Duration
 }
 
 // containerState is what the kubelet reports of one container.
@@ -138,7 +141,7 @@ func (p *processes) ensure(pod *corev1.Pod) (*processPod, error) {
 
 // stop ends the pod's processes (SIGTERM, then SIGKILL after the grace
 // period); the returned channel is closed once they are gone.
-func (p *processes) stop(uid types.UID) <-chan struct{} {
+func (p *processes) stop(uid types.UID, graceSeconds *int64) <-chan struct{} {
 	p.mu.Lock()
 	pp := p.pods[uid]
 	p.mu.Unlock()
@@ -146,6 +149,11 @@ func (p *processes) stop(uid types.UID) <-chan struct{} {
 		ch := make(chan struct{})
 		close(ch)
 		return ch
+	}
+	if graceSeconds != nil {
+		pp.mu.Lock()
+		pp.grace = ptr.To(time.Duration(*graceSeconds) * time.Second)
+		pp.mu.Unlock()
 	}
 	pp.cancel()
 	return pp.stopped
@@ -313,6 +321,11 @@ func (k *kubelet) runContainer(ctx context.Context, pod *corev1.Pod, c *corev1.C
 	case <-ctx.Done():
 	}
 	_ = cmd.Process.Signal(syscall.SIGTERM)
+	pp.mu.Lock()
+	if pp.grace != nil && *pp.grace < grace {
+		grace = *pp.grace
+	}
+	pp.mu.Unlock()
 	select {
 	case r := <-done:
 		return r.code, r.err
