@@ -5,22 +5,31 @@
 // A move discovers the graph of every Cluster in a namespace (or all): the
 // objects of every kind whose CRD carries a Cluster API contract or
 // provider label that belong to a Cluster through owner references, the
-// cluster-name label, or a reference in a graph object's spec; the
-// Secrets and ConfigMaps they own or that are named like the cluster's
-// secrets; and every object labelled clusterctl.cluster.x-k8s.io/move
-// (or of a kind whose CRD is labelled move or move-hierarchy) with all it
-// owns. It then pauses the Clusters, creates the objects in the target in
-// owner order (Order, a pure function) with owner references re-pointed at
-// the target's UIDs and status copied, checks every copy against its
-// source, deletes the sources without their finalizers, and unpauses the
-// Clusters in the target.
+// cluster-name label, or a reference in a graph object's spec (templates,
+// the ClusterClass); the Secrets and ConfigMaps they own or that are named
+// like the cluster's secrets or bootstrap data; and every object labelled
+// clusterctl.cluster.x-k8s.io/move (or of a kind whose CRD is labelled
+// move or move-hierarchy) with all it owns.
+//
+// Then it waits until no object of the graph is being deleted, pauses the
+// Clusters (spec.paused) and every object that reports a Paused condition
+// (with the cluster.x-k8s.io/paused annotation, which wakes its
+// controller), and waits until the controllers report them Paused. It
+// creates the objects in the target in owner order (Order, a pure
+// function) with owner references re-pointed at the target's UIDs and
+// status copied (so the target's controllers adopt what exists: Machines
+// keep their nodeRef, LocalMachines their running process), checks every
+// copy's spec, labels and annotations against its source, deletes the
+// sources leaves first after removing their finalizers (no controller of
+// the source acts on the deletion), and unpauses in the target.
 //
 // Resuming: a move keeps its journal on the objects themselves, so running
 // the same move again after an interruption continues where it stopped.
-//   - A Cluster that the move paused carries the annotation
-//     move.capstan.dev/paused: the annotation is copied with the Cluster,
-//     and the last step unpauses every Cluster in the target that has it
-//     (and removes it). A Cluster a user had paused before is left paused.
+//   - A Cluster or object that the move paused carries the annotation
+//     move.capstan.dev/paused. It is copied with the object; the last step
+//     unpauses every object in the target that has it (the paused
+//     annotation first, the Clusters' spec.paused last) and removes it.
+//     What a user had paused before the move stays paused.
 //   - Every copy carries move.capstan.dev/source-uid, the UID of the object
 //     it was copied from, so an object already in the target is recognised
 //     (or, failing that, accepted when its spec, labels and annotations
@@ -28,7 +37,10 @@
 //     again in case the first run stopped between create and status.
 //   - Deleting runs from the leaves up, so a source interrupted halfway
 //     still holds the owners of what was deleted, and their copies are in
-//     the target already.
+//     the target already; Order accepts owners found only in the target.
+//   - A directory holds one file per object, written atomically, named
+//     <batch>_<group>_<kind>_<namespace>_<name>.yaml; a file of an object is
+//     rewritten, never duplicated, by a resumed run.
 //
 // The move.capstan.dev/ annotations are ignored when copies are compared.
 package move

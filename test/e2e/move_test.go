@@ -55,6 +55,19 @@ func TestMoveBetweenPlanes(t *testing.T) {
 	before := moveInventory(t, ac)
 	t.Logf("objects of the cluster: %v", before)
 
+	// A dry run lists the plan and changes nothing.
+	out, code = capstan(t, "move", "--kubeconfig", aKubeconfig, "--to-kubeconfig", bKubeconfig, "--dry-run")
+	if code != 0 || !strings.Contains(out, "Would move 33 objects") || !strings.Contains(out, "LocalMachine.infrastructure.cluster.x-k8s.io default/") {
+		t.Fatalf("dry run exited %d:\n%s", code, out)
+	}
+	if got := moveInventory(t, bc); len(got) != 0 {
+		t.Fatalf("a dry run created on B: %v", got)
+	}
+	cl := &clusterv1.Cluster{}
+	if err := ac.Get(ctx, client.ObjectKey{Namespace: "default", Name: "demo"}, cl); err != nil || cl.Spec.Paused != nil {
+		t.Fatalf("after a dry run the Cluster on A is %v (err %v), want unpaused", cl.Spec.Paused, err)
+	}
+
 	// A to a directory and back.
 	dir := filepath.Join(t.TempDir(), "moved")
 	if out, code := capstan(t, "move", "--kubeconfig", aKubeconfig, "--to-directory", dir); code != 0 {
