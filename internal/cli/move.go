@@ -55,7 +55,7 @@ move stopped (the message names the object and the step).`,
 	f.StringVar(&o.toKubeconfig, "to-kubeconfig", "", "kubeconfig of the target management cluster")
 	f.StringVar(&o.toDirectory, "to-directory", "", "write the objects as YAML files into this directory and delete them from the source")
 	f.StringVar(&o.fromDirectory, "from-directory", "", "create the objects of a directory written by --to-directory in the management cluster")
-	f.StringVarP(&o.namespace, "namespace", "n", "", "namespace of the clusters to move (default: the kubeconfig context's namespace, else default)")
+	f.StringVarP(&o.namespace, "namespace", "n", "", "namespace of the clusters to move (default: the kubeconfig context's namespace, else default; with --from-directory, every object of the directory)")
 	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "move the clusters of every namespace")
 	f.BoolVar(&o.dryRun, "dry-run", false, "print what would move, in order, and change nothing")
 	f.DurationVar(&o.pauseTimeout, "pause-timeout", 2*time.Minute, "how long to wait until the source's controllers report every object paused; 0 does not wait")
@@ -88,7 +88,9 @@ func (o *moveOptions) run(cmd *cobra.Command, g *globals) error {
 		}
 	}
 	namespace := o.namespace
-	if namespace == "" && !o.allNamespaces {
+	// A directory holds what one move wrote: all of it comes back unless
+	// a namespace is named.
+	if namespace == "" && !o.allNamespaces && o.fromDirectory == "" {
 		namespace = "default"
 		rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: path}
 		if ns, _, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).Namespace(); err == nil && ns != "" {
