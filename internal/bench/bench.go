@@ -127,7 +127,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if ns == "" {
 		ns = fmt.Sprintf("bench-%d", time.Now().Unix())
 	}
-	objs, err := manifests(ns, cfg.Clusters, cfg.Workers)
+	objs, err := Manifests(ns, cfg.Clusters, cfg.Workers)
 	if err != nil {
 		return nil, err
 	}
@@ -271,8 +271,9 @@ spec:
       infrastructureRef: {apiGroup: infrastructure.cluster.x-k8s.io, kind: InMemoryMachineTemplate, name: NAME}
 `
 
-// manifests are the run's objects: the shared ones, then every cluster's.
-func manifests(ns string, clusters, workers int) ([]*unstructured.Unstructured, error) {
+// Manifests are a run's objects: the namespace, then every cluster's
+// (named c0, c1, ...).
+func Manifests(ns string, clusters, workers int) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
 	add := func(doc string) error {
 		for _, part := range strings.Split(doc, "\n---\n") {

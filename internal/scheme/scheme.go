@@ -12,6 +12,7 @@ import (
 	bootstrapv1 "capstan.dev/capstan/api/bootstrap/kubeadm/v1beta2"
 	controlplanev1 "capstan.dev/capstan/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	inmemoryv1 "capstan.dev/capstan/api/infrastructure/inmemory/v1beta2"
 	localv1 "capstan.dev/capstan/api/infrastructure/local/v1beta2"
 )
 
@@ -25,6 +26,7 @@ func New() *runtime.Scheme {
 		bootstrapv1.AddToScheme,
 		controlplanev1.AddToScheme,
 		localv1.AddToScheme,
+		inmemoryv1.AddToScheme,
 	} {
 		utilruntime.Must(add(s))
 	}

@@ -35,6 +35,7 @@ var served = []resource{
 	{gv: schema.GroupVersion{Group: "apps", Version: "v1"}, name: "statefulsets", kind: "StatefulSet", namespaced: true, status: true, short: []string{"sts"}},
 	{gv: schema.GroupVersion{Group: "batch", Version: "v1"}, name: "jobs", kind: "Job", namespaced: true, status: true},
 	{gv: schema.GroupVersion{Group: "policy", Version: "v1"}, name: "poddisruptionbudgets", kind: "PodDisruptionBudget", namespaced: true, status: true, short: []string{"pdb"}},
+	{gv: schema.GroupVersion{Group: "storage.k8s.io", Version: "v1"}, name: "volumeattachments", kind: "VolumeAttachment", status: true},
 	{gv: schema.GroupVersion{Group: "coordination.k8s.io", Version: "v1"}, name: "leases", kind: "Lease", namespaced: true},
 	{gv: schema.GroupVersion{Group: "rbac.authorization.k8s.io", Version: "v1"}, name: "roles", kind: "Role", namespaced: true},
 	{gv: schema.GroupVersion{Group: "rbac.authorization.k8s.io", Version: "v1"}, name: "rolebindings", kind: "RoleBinding", namespaced: true},

@@ -1,0 +1,229 @@
+package inmemory_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	controlplanev1 "capstan.dev/capstan/api/controlplane/kubeadm/v1beta2"
+	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	inmemoryv1 "capstan.dev/capstan/api/infrastructure/inmemory/v1beta2"
+	"capstan.dev/capstan/internal/bench"
+	"capstan.dev/capstan/internal/certs"
+	"capstan.dev/capstan/internal/etcdclient"
+	"capstan.dev/capstan/internal/manager"
+	"capstan.dev/capstan/internal/providers/inmemory"
+	"capstan.dev/capstan/internal/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) { testenv.Main(m, &env) }
+
+// TestSimulatedClusterLifecycle runs the real controllers against one
+// simulated cluster of 1 control plane + 1 worker: the Machines get their
+// Nodes through the cluster's kubeconfig, KubeadmControlPlane sees the etcd
+// member, a scale-up and a scale-down reach the simulated cluster, and
+// deleting the Cluster closes its endpoint.
+func TestSimulatedClusterLifecycle(t *testing.T) {
+	ctrl.SetLogger(logr.Discard())
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	ns := env.Namespace(t)
+	mgr, err := manager.New(env.Config, manager.Options{MetricsAddr: "0", ProbeAddr: "0", AllowRestartInProcess: true,
+		Namespace: ns, InMemory: &inmemory.Options{Delays: inmemory.NoDelays()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgrCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = mgr.Start(mgrCtx) }()
+	defer func() { stop(); <-done }()
+
+	objs, err := bench.Manifests(ns, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs[1:] { // the namespace exists
+		if err := env.Client.Create(ctx, o); err != nil {
+			t.Fatalf("creating %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+	}
+	c := env.Client
+	machines := waitMachines(ctx, t, c, ns, 2)
+
+	// The kubeconfig KubeadmControlPlane wrote reaches the simulated API
+	// server, which lists a Ready Node per Machine with its providerID.
+	secret := &corev1.Secret{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "c0-kubeconfig"}, secret); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(secret.Data["value"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	wl, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkNodes(ctx, t, wl, machines)
+
+	// KubeadmControlPlane is initialized and etcd answers with one member,
+	// named after the control-plane Machine.
+	kcp := &controlplanev1.KubeadmControlPlane{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "c0-cp"}, kcp); err != nil {
+		t.Fatal(err)
+	}
+	if kcp.Status.Initialization.ControlPlaneInitialized == nil || !*kcp.Status.Initialization.ControlPlaneInitialized {
+		t.Errorf("KubeadmControlPlane not initialized: %+v", kcp.Status)
+	}
+	pods := &corev1.PodList{}
+	if err := wl.List(ctx, pods, client.InNamespace("kube-system"), client.MatchingLabels{"component": "etcd"}); err != nil || len(pods.Items) != 1 {
+		t.Fatalf("etcd Pods: %v, %v", pods.Items, err)
+	}
+	cc, err := certs.Lookup(ctx, c, types.NamespacedName{Namespace: ns, Name: "c0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	etcd, err := etcdclient.New(ctx, cc.EtcdCA, []string{pods.Items[0].Annotations["kubeadm.kubernetes.io/etcd.advertise-client-urls"]}, "test", 3*time.Second, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	members, err := etcd.MemberList(ctx)
+	etcd.Close()
+	if err != nil || len(members.Members) != 1 || !strings.HasPrefix(members.Members[0].Name, "c0-cp-") {
+		t.Fatalf("etcd members: %v, %v", members, err)
+	}
+
+	// Scaling the workers up and down reaches the simulated cluster.
+	md := &clusterv1.MachineDeployment{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "c0-md"}, md); err != nil {
+		t.Fatal(err)
+	}
+	scale := func(n int32) {
+		t.Helper()
+		before := md.DeepCopy()
+		md.Spec.Replicas = &n
+		if err := c.Patch(ctx, md, client.MergeFrom(before)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scale(2)
+	checkNodes(ctx, t, wl, waitMachines(ctx, t, c, ns, 3))
+	scale(0)
+	checkNodes(ctx, t, wl, waitMachines(ctx, t, c, ns, 1))
+
+	// Deleting the Cluster removes the InMemory objects and closes the
+	// simulated API server's port.
+	endpoint := fmt.Sprintf("127.0.0.1:%d", mustIMC(ctx, t, c, ns).Spec.ControlPlaneEndpoint.Port)
+	cl := &clusterv1.Cluster{}
+	cl.Namespace, cl.Name = ns, "c0"
+	if err := c.Delete(ctx, cl); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		imcs := &inmemoryv1.InMemoryClusterList{}
+		imms := &inmemoryv1.InMemoryMachineList{}
+		if err := c.List(ctx, imcs, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		if err := c.List(ctx, imms, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		return len(imcs.Items) == 0 && len(imms.Items) == 0, nil
+	})
+	if err != nil {
+		t.Fatalf("InMemory objects still there after the Cluster's deletion: %v", err)
+	}
+	if conn, err := net.DialTimeout("tcp", endpoint, time.Second); err == nil {
+		conn.Close()
+		t.Errorf("the deleted cluster's API server still listens on %s", endpoint)
+	}
+}
+
+// waitMachines waits until exactly n Machines exist, all Running with a
+// nodeRef, and returns them.
+func waitMachines(ctx context.Context, t *testing.T, c client.Client, ns string, n int) []clusterv1.Machine {
+	t.Helper()
+	var got []clusterv1.Machine
+	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		list := &clusterv1.MachineList{}
+		if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		got = list.Items
+		if len(got) != n {
+			return false, nil
+		}
+		for _, m := range got {
+			if m.Status.Phase != string(clusterv1.MachinePhaseRunning) || m.Status.NodeRef.Name == "" {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		var states []string
+		for _, m := range got {
+			state := m.Name + "=" + m.Status.Phase
+			for _, c := range m.Status.Conditions {
+				if c.Type == clusterv1.DeletingCondition {
+					state += " (" + c.Reason + ": " + c.Message + ")"
+				}
+			}
+			states = append(states, state)
+		}
+		t.Fatalf("want %d Running Machines with a nodeRef, have %v: %v", n, states, err)
+	}
+	return got
+}
+
+// checkNodes wants exactly one Ready Node per Machine, with its providerID.
+func checkNodes(ctx context.Context, t *testing.T, wl client.Client, machines []clusterv1.Machine) {
+	t.Helper()
+	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		nodes := &corev1.NodeList{}
+		if err := wl.List(ctx, nodes); err != nil {
+			return false, err
+		}
+		if len(nodes.Items) != len(machines) {
+			return false, nil
+		}
+		byName := map[string]corev1.Node{}
+		for _, n := range nodes.Items {
+			byName[n.Name] = n
+		}
+		for _, m := range machines {
+			n, ok := byName[m.Status.NodeRef.Name]
+			if !ok || n.Spec.ProviderID != m.Spec.ProviderID || !strings.HasPrefix(n.Spec.ProviderID, "inmemory://") {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("the simulated cluster's Nodes do not match its %d Machines: %v", len(machines), err)
+	}
+}
+
+func mustIMC(ctx context.Context, t *testing.T, c client.Client, ns string) *inmemoryv1.InMemoryCluster {
+	t.Helper()
+	imc := &inmemoryv1.InMemoryCluster{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "c0"}, imc); err != nil {
+		t.Fatal(err)
+	}
+	return imc
+}
+
