@@ -226,4 +226,3 @@ func mustIMC(ctx context.Context, t *testing.T, c client.Client, ns string) *inm
 	}
 	return imc
 }
-
