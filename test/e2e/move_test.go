@@ -52,7 +52,7 @@ func TestMoveBetweenPlanes(t *testing.T) {
 	if len(pids) != 6 {
 		t.Fatalf("want 5 machines and a load balancer running, found %v", pids)
 	}
-	before := moveInventory(t, ac)
+	before := moveInventory(t, ac, "demo")
 	t.Logf("objects of the cluster: %v", before)
 
 	// A dry run lists the plan and changes nothing.
@@ -60,7 +60,7 @@ func TestMoveBetweenPlanes(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "Would move 33 objects") || !strings.Contains(out, "LocalMachine.infrastructure.cluster.x-k8s.io default/") {
 		t.Fatalf("dry run exited %d:\n%s", code, out)
 	}
-	if got := moveInventory(t, bc); len(got) != 0 {
+	if got := moveInventory(t, bc, "demo"); len(got) != 0 {
 		t.Fatalf("a dry run created on B: %v", got)
 	}
 	cl := &clusterv1.Cluster{}
@@ -73,13 +73,13 @@ func TestMoveBetweenPlanes(t *testing.T) {
 	if out, code := capstan(t, "move", "--kubeconfig", aKubeconfig, "--to-directory", dir); code != 0 {
 		t.Fatalf("move to a directory exited %d:\n%s", code, out)
 	}
-	if got := moveInventory(t, ac); len(got) != 0 {
+	if got := moveInventory(t, ac, "demo"); len(got) != 0 {
 		t.Fatalf("left on A after the move to a directory: %v", got)
 	}
 	if out, code := capstan(t, "move", "--kubeconfig", aKubeconfig, "--from-directory", dir); code != 0 {
 		t.Fatalf("move from a directory exited %d:\n%s", code, out)
 	}
-	if got := moveInventory(t, ac); !equalInventory(got, before) {
+	if got := moveInventory(t, ac, "demo"); !equalInventory(got, before) {
 		t.Fatalf("after the round trip through a directory A has %v, want %v", got, before)
 	}
 	expectSamePIDs(t, localDir, pids)
@@ -118,10 +118,10 @@ func TestMoveBetweenPlanes(t *testing.T) {
 		t.Errorf("the resumed move did not recognise what the killed one created")
 	}
 
-	if got := moveInventory(t, ac); len(got) != 0 {
+	if got := moveInventory(t, ac, "demo"); len(got) != 0 {
 		t.Errorf("left on A: %v", got)
 	}
-	if got := moveInventory(t, bc); !equalInventory(got, before) {
+	if got := moveInventory(t, bc, "demo"); !equalInventory(got, before) {
 		t.Errorf("B has %v, want %v", got, before)
 	}
 	expectSamePIDs(t, localDir, pids)
@@ -172,7 +172,7 @@ func TestMoveBetweenPlanes(t *testing.T) {
 	}
 	waitReadyNodes(t, wl, 6, 3*time.Minute)
 	expectSamePIDs(t, localDir, pids)
-	if got := moveInventory(t, ac); len(got) != 0 {
+	if got := moveInventory(t, ac, "demo"); len(got) != 0 {
 		t.Errorf("A acquired objects again after the scale-up on B: %v", got)
 	}
 }
@@ -217,9 +217,10 @@ func expectSamePIDs(t *testing.T, root string, want map[string]int) {
 	}
 }
 
-// moveInventory lists the cluster's objects in the default namespace by
-// kind and name, with their UIDs left out (a move gives new ones).
-func moveInventory(t *testing.T, c client.Client) []string {
+// moveInventory lists the objects of the cluster named cluster in the
+// default namespace by kind and name, with their UIDs left out (a move
+// gives new ones).
+func moveInventory(t *testing.T, c client.Client, cluster string) []string {
 	t.Helper()
 	ctx := context.Background()
 	var out []string
@@ -240,7 +241,7 @@ func moveInventory(t *testing.T, c client.Client) []string {
 		}
 		for _, item := range items {
 			o := item.(client.Object)
-			if kind == "Secret" && !strings.HasPrefix(o.GetName(), "demo") {
+			if kind == "Secret" && !strings.HasPrefix(o.GetName(), cluster) {
 				continue
 			}
 			out = append(out, kind+"/"+o.GetName())
