@@ -112,6 +112,11 @@ func Objects(o Options) ([]client.Object, error) {
 			ObjectMeta: metav1.ObjectMeta{Name: ManagerName + "-local-provider", Labels: map[string]string{AggregateToManagerLabel: "true"}},
 			Rules:      localProviderRules,
 		},
+		&rbacv1.ClusterRole{
+			TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "ClusterRole"),
+			ObjectMeta: metav1.ObjectMeta{Name: ManagerName + "-inmemory-provider", Labels: map[string]string{AggregateToManagerLabel: "true"}},
+			Rules:      inMemoryProviderRules,
+		},
 		&rbacv1.ClusterRoleBinding{
 			TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
 			ObjectMeta: metav1.ObjectMeta{Name: ManagerName},
@@ -162,6 +167,21 @@ var localProviderRules = []rbacv1.PolicyRule{
 			"localclusters", "localclusters/status", "localclusters/finalizers",
 			"localmachines", "localmachines/status", "localmachines/finalizers",
 			"localclustertemplates", "localmachinetemplates",
+		},
+		Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"},
+	},
+}
+
+// inMemoryProviderRules are the in-memory infrastructure provider's
+// rights: its own kinds (it reads Machines, Clusters and the cluster's
+// certificate Secrets through the core's rules).
+var inMemoryProviderRules = []rbacv1.PolicyRule{
+	{
+		APIGroups: []string{"infrastructure.cluster.x-k8s.io"},
+		Resources: []string{
+			"inmemoryclusters", "inmemoryclusters/status", "inmemoryclusters/finalizers",
+			"inmemorymachines", "inmemorymachines/status", "inmemorymachines/finalizers",
+			"inmemoryclustertemplates", "inmemorymachinetemplates",
 		},
 		Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"},
 	},
