@@ -15,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -126,23 +127,7 @@ func TestMoveBetweenPlanes(t *testing.T) {
 	}
 	expectSamePIDs(t, localDir, pids)
 
-	cluster := &clusterv1.Cluster{}
-	waitFor(t, "the Cluster on B unpaused and Available", 2*time.Minute, func() string {
-		if err := bc.Get(ctx, client.ObjectKey{Namespace: "default", Name: "demo"}, cluster); err != nil {
-			return err.Error()
-		}
-		if cluster.Spec.Paused != nil && *cluster.Spec.Paused {
-			return "spec.paused is true"
-		}
-		for _, c := range []string{clusterv1.PausedCondition, clusterv1.AvailableCondition} {
-			cond := meta.FindStatusCondition(cluster.Status.Conditions, c)
-			want := metav1ConditionTrue(c != clusterv1.PausedCondition)
-			if cond == nil || string(cond.Status) != want || cond.ObservedGeneration != cluster.Generation {
-				return fmt.Sprintf("condition %s is %+v, want %s", c, cond, want)
-			}
-		}
-		return ""
-	})
+	waitUnpausedAndAvailable(t, bc, "demo")
 
 	for _, list := range []client.ObjectList{&clusterv1.MachineList{}, &bootstrapv1.KubeadmConfigList{}, &localv1.LocalMachineList{}, &controlplanev1.KubeadmControlPlaneList{}} {
 		if err := bc.List(ctx, list, client.InNamespace("default")); err != nil {
@@ -177,11 +162,26 @@ func TestMoveBetweenPlanes(t *testing.T) {
 	}
 }
 
-func metav1ConditionTrue(b bool) string {
-	if b {
-		return "True"
-	}
-	return "False"
+// waitUnpausedAndAvailable waits until the Cluster default/name is
+// unpaused and Available, as its controller observed its latest spec.
+func waitUnpausedAndAvailable(t *testing.T, c client.Client, name string) {
+	t.Helper()
+	cluster := &clusterv1.Cluster{}
+	waitFor(t, "Cluster "+name+" unpaused and Available", 2*time.Minute, func() string {
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, cluster); err != nil {
+			return err.Error()
+		}
+		if cluster.Spec.Paused != nil && *cluster.Spec.Paused {
+			return "spec.paused is true"
+		}
+		for kind, want := range map[string]metav1.ConditionStatus{clusterv1.PausedCondition: metav1.ConditionFalse, clusterv1.AvailableCondition: metav1.ConditionTrue} {
+			cond := meta.FindStatusCondition(cluster.Status.Conditions, kind)
+			if cond == nil || cond.Status != want || cond.ObservedGeneration != cluster.Generation {
+				return fmt.Sprintf("condition %s is %+v, want %s", kind, cond, want)
+			}
+		}
+		return ""
+	})
 }
 
 // movePIDs maps each running local machine (and the load balancer) under

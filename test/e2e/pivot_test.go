@@ -2,13 +2,11 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -62,23 +60,7 @@ func TestPivot(t *testing.T) {
 	expectSamePIDs(t, localDir, pids)
 
 	p.down()
-	cluster := &clusterv1.Cluster{}
-	waitFor(t, "the self-managed Cluster unpaused and Available", 2*time.Minute, func() string {
-		if err := self.Get(ctx, client.ObjectKey{Namespace: "default", Name: "self"}, cluster); err != nil {
-			return err.Error()
-		}
-		if cluster.Spec.Paused != nil && *cluster.Spec.Paused {
-			return "spec.paused is true"
-		}
-		for _, c := range []string{clusterv1.PausedCondition, clusterv1.AvailableCondition} {
-			cond := meta.FindStatusCondition(cluster.Status.Conditions, c)
-			want := metav1ConditionTrue(c != clusterv1.PausedCondition)
-			if cond == nil || string(cond.Status) != want || cond.ObservedGeneration != cluster.Generation {
-				return fmt.Sprintf("condition %s is %+v, want %s", c, cond, want)
-			}
-		}
-		return ""
-	})
+	waitUnpausedAndAvailable(t, self, "self")
 
 	md := &clusterv1.MachineDeployment{}
 	md.Namespace, md.Name = "default", "self-md-0"
