@@ -20,6 +20,7 @@ import (
 
 	bootstrapv1 "capstan.dev/capstan/api/bootstrap/kubeadm/v1beta2"
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/conditions"
 	"capstan.dev/capstan/internal/patch"
 	"capstan.dev/capstan/internal/pause"
 )
@@ -119,25 +120,36 @@ func (r *Reconciler) machineToConfigs(ctx context.Context, obj client.Object) []
 		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: m.Namespace, Name: ref.Name}})
 	}
 	if _, cp := m.Labels[clusterv1.MachineControlPlaneLabel]; cp && !m.DeletionTimestamp.IsZero() {
-		reqs = append(reqs, r.configsOf(ctx, m.Namespace, m.Spec.ClusterName)...)
+		reqs = append(reqs, r.configsOf(ctx, m.Namespace, m.Spec.ClusterName, nil)...)
 	}
 	return reqs
 }
 
+// clusterToConfigs maps a Cluster to its configs without data and to those
+// whose Paused condition no longer says what the Cluster's pause does (a
+// move waits for every config to report the pause, data or not).
 func (r *Reconciler) clusterToConfigs(ctx context.Context, obj client.Object) []reconcile.Request {
-	return r.configsOf(ctx, obj.GetNamespace(), obj.GetName())
+	cluster, ok := obj.(*clusterv1.Cluster)
+	if !ok {
+		return nil
+	}
+	return r.configsOf(ctx, cluster.Namespace, cluster.Name, func(cfg *bootstrapv1.KubeadmConfig) bool {
+		paused, _ := pause.Check(cluster, cfg)
+		return conditions.IsTrue(cfg, clusterv1.PausedCondition) != paused
+	})
 }
 
-// configsOf lists the configs of a cluster that have no data yet: the
-// others have nothing left to decide on a cluster change.
-func (r *Reconciler) configsOf(ctx context.Context, namespace, cluster string) []reconcile.Request {
+// configsOf lists the configs of a cluster that have no data yet, and
+// those also that stale says are out of date: the others have nothing
+// left to decide on a cluster change.
+func (r *Reconciler) configsOf(ctx context.Context, namespace, cluster string, stale func(*bootstrapv1.KubeadmConfig) bool) []reconcile.Request {
 	list := &bootstrapv1.KubeadmConfigList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: cluster}); err != nil {
 		return nil
 	}
 	var reqs []reconcile.Request
 	for i := range list.Items {
-		if list.Items[i].Status.DataSecretName == "" {
+		if list.Items[i].Status.DataSecretName == "" || (stale != nil && stale(&list.Items[i])) {
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 		}
 	}

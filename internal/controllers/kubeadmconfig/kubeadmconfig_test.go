@@ -571,6 +571,35 @@ func TestPauseHonoured(t *testing.T) {
 	}
 }
 
+// A config that has its data still reports its Cluster's pause and its
+// end: a move waits for every object of the cluster to say it stopped.
+func TestConfigWithDataReportsPause(t *testing.T) {
+	ctx := context.Background()
+	ns := mgmt.Namespace(t)
+	c := newCluster(t, ns, clusterOpts{provisioned: true})
+	cfg, _ := newMachine(t, c, "cp-0", true, initSpec())
+	waitData(t, cfg)
+	for _, paused := range []bool{true, false} {
+		patch := fmt.Sprintf(`{"spec":{"paused":%t}}`, paused)
+		if err := mgmt.Client.Patch(ctx, c, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
+			t.Fatal(err)
+		}
+		want := metav1.ConditionFalse
+		if paused {
+			want = metav1.ConditionTrue
+		}
+		eventually(t, "Paused "+string(want), func(ctx context.Context) string {
+			if err := getConfig(ctx, cfg); err != nil {
+				return err.Error()
+			}
+			if p := condition(cfg, bootstrapv1.PausedCondition); p == nil || p.Status != want {
+				return fmt.Sprintf("Paused %+v", p)
+			}
+			return ""
+		})
+	}
+}
+
 func TestFilesFromSecretsAndMissingSecret(t *testing.T) {
 	ctx := context.Background()
 	ns := mgmt.Namespace(t)
