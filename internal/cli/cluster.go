@@ -15,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/duration"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -24,6 +25,7 @@ import (
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/mgmt"
+	"capstan.dev/capstan/internal/progress"
 	"capstan.dev/capstan/internal/scheme"
 )
 
@@ -69,50 +71,59 @@ func createWorkloadCluster(ctx context.Context, out io.Writer, cfg *rest.Config,
 	}
 	want := o.controlPlanes + o.workers
 	fmt.Fprintf(out, "Creating cluster %s/%s on the local provider: %d control-plane and %d worker machines.\n", o.namespace, name, o.controlPlanes, o.workers)
-	started := time.Now()
-	last := ""
-	report := func(s string) {
-		if s != last {
-			fmt.Fprintf(out, "  [%5.1fs] %s\n", time.Since(started).Seconds(), s)
-			last = s
-		}
-	}
+	report := progress.New(out)
+	defer report.Stop()
 	var kubeconfig []byte
 	var nodes []corev1.Node
+	last := ""
 	for {
-		done, status, kc, ns := clusterProgress(ctx, c, o.namespace, name, want)
-		report(status)
-		if done {
-			kubeconfig, nodes = kc, ns
+		p := clusterProgress(ctx, c, o.namespace, name, want)
+		report.Status(p.summary, p.waiting...)
+		last = p.summary
+		if p.done {
+			kubeconfig, nodes = p.kubeconfig, p.nodes
 			break
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("cluster %s is not ready: %s (inspect it with: kubectl get clusters,machines,localmachines -n %s)", name, last, o.namespace)
+			return fmt.Errorf("cluster %s is not ready: %s (inspect it with: capstan describe cluster %s -n %s)", name, last, name, o.namespace)
 		case <-time.After(time.Second):
 		}
 	}
+	report.Stop()
 	path := filepath.Join(string(dir), name+".kubeconfig")
 	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
 		return fmt.Errorf("writing the cluster's kubeconfig: %w", err)
 	}
-	fmt.Fprintf(out, "Cluster %s is ready in %.1fs. Its nodes:\n\n", name, time.Since(started).Seconds())
+	fmt.Fprintf(out, "Cluster %s is ready in %.1fs. Its nodes:\n\n", name, report.Elapsed().Seconds())
 	printNodes(out, nodes)
 	fmt.Fprintf(out, "\nUse it with:\n  kubectl --kubeconfig %s get nodes\n", path)
 	return nil
 }
 
+// clusterState is how far a cluster being created has come.
+type clusterState struct {
+	done    bool
+	summary string
+	// waiting names each Machine or Node not there yet and what it waits on.
+	waiting    []string
+	kubeconfig []byte
+	nodes      []corev1.Node
+}
+
 // clusterProgress says how far the cluster has come; once every Machine is
-// Running and every Node Ready it returns the kubeconfig and the Nodes.
-func clusterProgress(ctx context.Context, c client.Client, namespace, name string, want int) (bool, string, []byte, []corev1.Node) {
+// Running and every Node Ready it carries the kubeconfig and the Nodes.
+func clusterProgress(ctx context.Context, c client.Client, namespace, name string, want int) clusterState {
 	cluster := &clusterv1.Cluster{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, cluster); err != nil {
-		return false, "reading the Cluster: " + err.Error(), nil, nil
+		return clusterState{summary: "reading the Cluster: " + err.Error()}
 	}
 	machines := &clusterv1.MachineList{}
 	if err := c.List(ctx, machines, client.InNamespace(namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: name}); err != nil {
-		return false, "listing Machines: " + err.Error(), nil, nil
+		return clusterState{summary: "listing Machines: " + err.Error()}
 	}
+	sort.Slice(machines.Items, func(i, j int) bool { return machines.Items[i].Name < machines.Items[j].Name })
+	var st clusterState
 	phases := map[string]int{}
 	running := 0
 	for _, m := range machines.Items {
@@ -123,52 +134,80 @@ func clusterProgress(ctx context.Context, c client.Client, namespace, name strin
 		phases[phase]++
 		if m.Status.Phase == string(clusterv1.MachinePhaseRunning) {
 			running++
+		} else {
+			st.waiting = append(st.waiting, m.Name+": "+phase+machineWaitsOn(&m))
 		}
 	}
-	status := fmt.Sprintf("machines %d/%d running", running, want)
+	st.summary = fmt.Sprintf("machines %d/%d running", running, want)
 	if len(phases) > 0 {
 		var parts []string
 		for p, n := range phases {
 			parts = append(parts, fmt.Sprintf("%d %s", n, p))
 		}
 		sort.Strings(parts)
-		status += " (" + strings.Join(parts, ", ") + ")"
+		st.summary += " (" + strings.Join(parts, ", ") + ")"
 	}
 	if cluster.Status.Initialization.ControlPlaneInitialized == nil || !*cluster.Status.Initialization.ControlPlaneInitialized {
-		status += "; control plane not initialized yet"
+		st.summary += "; control plane not initialized yet"
 	}
 	if running < want || len(machines.Items) != want {
-		return false, status, nil, nil
+		return st
 	}
 	secret := &corev1.Secret{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name + "-kubeconfig"}, secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			return false, status + "; waiting for its kubeconfig", nil, nil
+			st.summary += "; waiting for its kubeconfig"
+		} else {
+			st.summary += "; reading its kubeconfig: " + err.Error()
 		}
-		return false, status + "; reading its kubeconfig: " + err.Error(), nil, nil
+		return st
 	}
 	kubeconfig := secret.Data["value"]
 	wcfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
 	if err != nil {
-		return false, status + "; its kubeconfig is invalid: " + err.Error(), nil, nil
+		st.summary += "; its kubeconfig is invalid: " + err.Error()
+		return st
 	}
 	wcfg.Timeout = 5 * time.Second
 	wc, err := client.New(wcfg, client.Options{})
 	if err != nil {
-		return false, status + "; " + err.Error(), nil, nil
+		st.summary += "; " + err.Error()
+		return st
 	}
 	nodes := &corev1.NodeList{}
 	if err := wc.List(ctx, nodes); err != nil {
-		return false, status + "; listing its nodes: " + err.Error(), nil, nil
+		st.summary += "; listing its nodes: " + err.Error()
+		return st
 	}
 	ready := 0
 	for _, n := range nodes.Items {
 		if nodeReady(&n) {
 			ready++
+		} else {
+			st.waiting = append(st.waiting, "node "+n.Name+": not Ready")
 		}
 	}
-	status = fmt.Sprintf("%s; nodes %d/%d ready", status, ready, want)
-	return ready == want && len(nodes.Items) == want, status, kubeconfig, nodes.Items
+	st.summary = fmt.Sprintf("%s; nodes %d/%d ready", st.summary, ready, want)
+	st.done = ready == want && len(nodes.Items) == want
+	st.kubeconfig, st.nodes = kubeconfig, nodes.Items
+	return st
+}
+
+// machineWaitsOn is the first of a Machine's conditions on its way to
+// Running that is not True yet, with its message: what it waits on.
+func machineWaitsOn(m *clusterv1.Machine) string {
+	for _, t := range []string{clusterv1.BootstrapConfigReadyCondition, clusterv1.InfrastructureReadyCondition, clusterv1.NodeHealthyCondition} {
+		for _, c := range m.Status.Conditions {
+			if c.Type == t && c.Status != metav1.ConditionTrue {
+				msg := c.Reason
+				if c.Message != "" {
+					msg += ": " + strings.ReplaceAll(c.Message, "\n", " ")
+				}
+				return " — " + t + " " + msg
+			}
+		}
+	}
+	return ""
 }
 
 func nodeReady(n *corev1.Node) bool {

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"capstan.dev/capstan/internal/deploy"
+	"capstan.dev/capstan/internal/progress"
 )
 
 var clusterListGVK = schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "ClusterList"}
@@ -110,9 +111,9 @@ func WaitCRDs(ctx context.Context, c client.Client, crds []string, out io.Writer
 }
 
 func wait(ctx context.Context, c client.Client, crds []string, manager bool, out io.Writer, timeout time.Duration) error {
-	start := time.Now()
-	deadline := start.Add(timeout)
-	last := ""
+	report := progress.New(out)
+	defer report.Stop()
+	deadline := time.Now().Add(timeout)
 	for {
 		waiting, detail, err := notReady(ctx, c, crds, manager)
 		if err != nil && ctx.Err() != nil {
@@ -124,16 +125,17 @@ func wait(ctx context.Context, c client.Client, crds []string, manager bool, out
 		}
 		if line == "" {
 			if manager {
-				fmt.Fprintf(out, "  [%6.1fs] CRDs established; manager Deployment available\n", time.Since(start).Seconds())
+				report.Status("CRDs established; manager Deployment available")
 			} else {
-				fmt.Fprintf(out, "  [%6.1fs] CRDs established\n", time.Since(start).Seconds())
+				report.Status("CRDs established")
 			}
 			return nil
 		}
-		if line != last {
-			fmt.Fprintf(out, "  [%6.1fs] waiting for %s\n", time.Since(start).Seconds(), line)
-			last = line
+		var details []string
+		if detail != "" {
+			details = strings.Split(detail, "\n")
 		}
+		report.Status("waiting for "+line, details...)
 		if time.Now().After(deadline) {
 			msg := fmt.Sprintf("Capstan is not ready after %s: still waiting for %s", timeout, line)
 			if detail != "" {

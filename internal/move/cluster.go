@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"capstan.dev/capstan/internal/progress"
 )
 
 var clusterGVK = schema.GroupVersionKind{Group: coreGroup, Version: "v1beta2", Kind: clusterKind}
@@ -145,11 +147,15 @@ func (s *clusterSource) objects(ctx context.Context, pause bool) ([]*unstructure
 	// an object without one has no controller reporting on it.
 	fmt.Fprintf(s.out, "Waiting until the source's controllers report %d objects paused.\n", len(objs))
 	deadline := time.Now().Add(s.pauseTimeout)
+	report := progress.New(s.out)
+	defer report.Stop()
 	for {
 		waiting := notPaused(objs)
 		if len(waiting) == 0 {
+			report.Status(fmt.Sprintf("%d objects paused", len(objs)))
 			break
 		}
+		report.Status(fmt.Sprintf("%d of %d objects paused", len(objs)-len(waiting), len(objs)), waiting...)
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("after %s these objects still do not report the Paused condition True for their current generation: %s. Is the source's manager running? (--pause-timeout 0 skips this wait when no controller runs)",
 				s.pauseTimeout, strings.Join(waiting, ", "))
