@@ -30,6 +30,9 @@ type Helper struct {
 	// fieldManager, carrying only those condition types.
 	fieldManager    string
 	ownedConditions map[string]bool
+
+	// soleWriter: no other controller writes the object's status.
+	soleWriter bool
 }
 
 // Option changes how a Helper writes.
@@ -49,6 +52,16 @@ func OwnedConditions(fieldManager string, types ...string) Option {
 			h.ownedConditions[t] = true
 		}
 	}
+}
+
+// SoleStatusWriter declares that the calling controller is the only writer
+// of the object's status (a KubeadmControlPlane's, a MachineDeployment's):
+// its conditions list then goes out without a resourceVersion lock, since
+// there is no one else's entry to drop. A write from a copy a moment stale
+// lands instead of failing with 409 Conflict and being retried; the next
+// reconcile, from the fresher copy, writes what changed since.
+func SoleStatusWriter() Option {
+	return func(h *Helper) { h.soleWriter = true }
 }
 
 // NewHelper snapshots obj; call it right after reading obj.
@@ -114,7 +127,7 @@ func (h *Helper) Patch(ctx context.Context, obj client.Object) error {
 		if err != nil {
 			return err
 		}
-		if conditionsChanged(beforeStatus, afterStatus) {
+		if conditionsChanged(beforeStatus, afterStatus) && !h.soleWriter {
 			// A merge patch replaces the whole conditions list; other
 			// controllers own some of its entries (UpToDate on a Machine is
 			// its MachineSet's), so the list is only written over the

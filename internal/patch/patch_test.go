@@ -130,6 +130,30 @@ func TestConditionsChangeOnStaleCopyConflicts(t *testing.T) {
 	}
 }
 
+// The sole writer of a status changes its conditions over a stale copy
+// without a conflict.
+func TestSoleStatusWriterDoesNotConflict(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t)
+	h, _ := patch.NewHelper(c, env.Client, patch.SoleStatusWriter())
+	other := c.DeepCopy()
+	other.Status.Phase = "Provisioning"
+	if err := env.Client.Status().Update(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: "MyCondition", Status: metav1.ConditionTrue, Reason: "Mine"})
+	if err := h.Patch(ctx, c); err != nil {
+		t.Fatalf("want the write to land, got %v", err)
+	}
+	got := &clusterv1.Cluster{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), got); err != nil {
+		t.Fatal(err)
+	}
+	if meta.FindStatusCondition(got.Status.Conditions, "MyCondition") == nil {
+		t.Errorf("conditions after the write: %v", got.Status.Conditions)
+	}
+}
+
 // With owned conditions, a controller's status write keeps the conditions
 // others own, even from a stale copy, and does not conflict.
 func TestOwnedConditionsKeepOthersEntries(t *testing.T) {

@@ -91,7 +91,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err := r.Client.Get(ctx, req.NamespacedName, cluster); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	helper, err := patch.NewHelper(cluster, r.Client)
+	helper, err := patch.NewHelper(cluster, r.Client, patch.SoleStatusWriter())
 	if err != nil {
 		return ctrl.Result{}, err
 	}

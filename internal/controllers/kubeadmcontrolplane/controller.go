@@ -167,7 +167,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err := r.Client.Get(ctx, req.NamespacedName, kcp); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	helper, err := patch.NewHelper(kcp, r.writer())
+	helper, err := patch.NewHelper(kcp, r.writer(), patch.SoleStatusWriter())
 	if err != nil {
 		return ctrl.Result{}, err
 	}

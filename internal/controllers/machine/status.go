@@ -197,6 +197,12 @@ func availableCondition(m *clusterv1.Machine, now time.Time) metav1.Condition {
 
 func availableAfter(m *clusterv1.Machine, ready *metav1.Condition, now time.Time) time.Duration {
 	minReady := time.Duration(ptr.Deref(m.Spec.MinReadySeconds, 0)) * time.Second
+	if minReady == 0 {
+		// Available as soon as Ready, in the same write: the transition
+		// time, stamped after the reconcile's clock was read, would
+		// otherwise make it wait "0s more" and cost a second write.
+		return 0
+	}
 	return ready.LastTransitionTime.Add(minReady).Sub(now)
 }
 

@@ -192,7 +192,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err := r.Client.Get(ctx, req.NamespacedName, md); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	helper, err := patch.NewHelper(md, r.Client)
+	helper, err := patch.NewHelper(md, r.Client, patch.SoleStatusWriter())
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -215,7 +215,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err := r.Client.Get(ctx, req.NamespacedName, ms); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	helper, err := patch.NewHelper(ms, r.writer())
+	helper, err := patch.NewHelper(ms, r.writer(), patch.SoleStatusWriter())
 	if err != nil {
 		return ctrl.Result{}, err
 	}
