@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -33,6 +35,7 @@ func newBenchScaleCommand() *cobra.Command {
 		output  string
 		logs    bool
 		timeout time.Duration
+		profile string
 	)
 	cmd := &cobra.Command{
 		Use:   "scale",
@@ -63,6 +66,17 @@ conflicts come from the API server's own apiserver_request_total.`,
 				grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, io.Discard))
 			}
 			cfg.Timeout = timeout
+			if profile != "" {
+				f, err := os.Create(profile)
+				if err != nil {
+					return fmt.Errorf("--cpuprofile: %w", err)
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return fmt.Errorf("--cpuprofile: %w", err)
+				}
+				defer pprof.StopCPUProfile()
+			}
 			if output == "table" {
 				cfg.Progress = cmd.ErrOrStderr()
 			}
@@ -87,6 +101,7 @@ conflicts come from the API server's own apiserver_request_total.`,
 	cmd.Flags().StringVar(&cfg.Kubeconfig, "kubeconfig", "", "management cluster to use instead of starting one")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
 	cmd.Flags().BoolVar(&logs, "logs", false, "print the controllers' logs (klog, -v for more)")
+	cmd.Flags().StringVar(&profile, "cpuprofile", "", "write this process's (the manager's) CPU profile to this file (go tool pprof)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Minute, "how long to wait for every Machine to be Running")
 	return cmd
 }

@@ -161,6 +161,9 @@ func paused(c *clusterv1.Cluster, obj metav1.Object) bool {
 type clusterReconciler struct {
 	client client.Client
 	sim    *simulator
+	// written holds the UIDs whose endpoint and status this provider
+	// wrote (see machineReconciler.written).
+	written sync.Map
 }
 
 func (r *clusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -179,6 +182,7 @@ func (r *clusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	if !imc.DeletionTimestamp.IsZero() {
 		r.sim.remove(key)
+		r.written.Delete(imc.UID)
 		controllerutil.RemoveFinalizer(imc, inmemoryv1.InMemoryClusterFinalizer)
 		return ctrl.Result{}, helper.Patch(ctx, imc)
 	}
@@ -193,6 +197,10 @@ func (r *clusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if _, done := r.written.Load(imc.UID); done && !ptr.Deref(imc.Status.Initialization.Provisioned, false) {
+		// The cache has not caught up with what this provider wrote.
+		return ctrl.Result{}, nil
+	}
 	controllerutil.AddFinalizer(imc, inmemoryv1.InMemoryClusterFinalizer)
 	if imc.Spec.ControlPlaneEndpoint.Port == 0 {
 		imc.Spec.ControlPlaneEndpoint = clusterv1.APIEndpoint{Host: r.sim.host, Port: sc.port()}
@@ -203,7 +211,11 @@ func (r *clusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		ObservedGeneration: imc.Generation,
 		Message:            fmt.Sprintf("the simulated API server listens on %s:%d", r.sim.host, sc.port()),
 	})
-	return ctrl.Result{}, helper.Patch(ctx, imc)
+	if err := helper.Patch(ctx, imc); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.written.Store(imc.UID, true)
+	return ctrl.Result{}, nil
 }
 
 // machineReconciler boots simulated machines once their bootstrap data is
@@ -215,6 +227,10 @@ type machineReconciler struct {
 	// bootAt is when each machine (by UID) finishes booting; it lives as
 	// long as the process, like the simulated machines themselves.
 	bootAt sync.Map
+	// written holds the UIDs whose boot this provider wrote, so that a
+	// reconcile from a cache that has not seen the write yet does not
+	// repeat it.
+	written sync.Map
 }
 
 func (r *machineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -242,6 +258,7 @@ func (r *machineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 			sc.shutdown(nodeName(imm, machine))
 		}
 		r.bootAt.Delete(imm.UID)
+		r.written.Delete(imm.UID)
 		controllerutil.RemoveFinalizer(imm, inmemoryv1.InMemoryMachineFinalizer)
 		return ctrl.Result{}, helper.Patch(ctx, imm)
 	}
@@ -267,6 +284,11 @@ func (r *machineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
 	delays := r.delays(ctx, cluster, imm)
+	if _, done := r.written.Load(imm.UID); done && !ptr.Deref(imm.Status.Initialization.Provisioned, false) {
+		// The cache has not caught up with the boot this provider wrote;
+		// writing it again would change nothing. Its event brings us back.
+		return ctrl.Result{}, nil
+	}
 	if !ptr.Deref(imm.Status.Initialization.Provisioned, false) {
 		at, _ := r.bootAt.LoadOrStore(imm.UID, time.Now().Add(delays.machineDelay()))
 		if wait := time.Until(at.(time.Time)); wait > 0 {
@@ -291,6 +313,7 @@ func (r *machineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if err := helper.Patch(ctx, imm); err != nil {
 		return ctrl.Result{}, err
 	}
+	r.written.Store(imm.UID, true)
 	_, controlPlane := machine.Labels[clusterv1.MachineControlPlaneLabel]
 	sc.boot(machineSpec{
 		nodeName: nodeName(imm, machine), providerID: imm.Spec.ProviderID, version: machine.Spec.Version,

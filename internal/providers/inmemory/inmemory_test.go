@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -79,6 +82,7 @@ func TestSimulatedClusterLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkNodes(ctx, t, wl, machines)
+	kubectlListsNodes(t, secret.Data["value"], machines)
 
 	// KubeadmControlPlane is initialized and etcd answers with one member,
 	// named after the control-plane Machine.
@@ -225,4 +229,29 @@ func mustIMC(ctx context.Context, t *testing.T, c client.Client, ns string) *inm
 		t.Fatal(err)
 	}
 	return imc
+}
+
+// kubectlListsNodes runs `kubectl get nodes` with the cluster's kubeconfig,
+// as a user would, when kubectl is installed.
+func kubectlListsNodes(t *testing.T, kubeconfig []byte, machines []clusterv1.Machine) {
+	t.Helper()
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Log("kubectl is not installed; not checking it")
+		return
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(kubectl, "--kubeconfig", path, "get", "nodes").CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl get nodes: %v\n%s", err, out)
+	}
+	for _, m := range machines {
+		if !strings.Contains(string(out), m.Status.NodeRef.Name) {
+			t.Errorf("kubectl get nodes does not list %s:\n%s", m.Status.NodeRef.Name, out)
+		}
+	}
+	t.Logf("kubectl get nodes:\n%s", out)
 }
