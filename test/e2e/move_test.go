@@ -27,7 +27,7 @@ import (
 	"capstan.dev/capstan/internal/providers/local/lockfile"
 )
 
-// TestMoveBetweenPlanes moves a 3+2 local cluster from plane A to a
+// TestMoveBetweenPlanes moves a 3+2 local cluster (the ha flavor) from plane A to a
 // directory and back, then to plane B (which shares A's local machine
 // directory) with the move killed halfway and run again; on B every object
 // is there once, none is left on A, no machine was restarted, and scaling
@@ -39,10 +39,23 @@ func TestMoveBetweenPlanes(t *testing.T) {
 	ctx := context.Background()
 	a, b := newPlane(t), newPlane(t)
 	localDir := filepath.Join(a.dir, "local")
-	out, code := capstan(t, "up", "--state-dir", a.dir, "--cluster", "demo",
-		"--control-plane-machine-count", "3", "--worker-machine-count", "2", "--cluster-timeout", "5m")
+	out, code := capstan(t, "up", "--state-dir", a.dir, "--cluster", "demo", "--flavor", "ha",
+		"--worker-machine-count", "2", "--cluster-timeout", "5m")
 	if code != 0 {
 		t.Fatalf("capstan up --cluster exited %d:\n%s\nlog:\n%s", code, out, tail(a.log(), 60))
+	}
+	// The ha flavor spreads the control plane over the LocalCluster's three
+	// failure domains.
+	controlPlane := &clusterv1.MachineList{}
+	if err := a.client().List(ctx, controlPlane, client.InNamespace("default"), client.HasLabels{clusterv1.MachineControlPlaneLabel}); err != nil {
+		t.Fatal(err)
+	}
+	domains := map[string]bool{}
+	for _, m := range controlPlane.Items {
+		domains[m.Spec.FailureDomain] = true
+	}
+	if len(controlPlane.Items) != 3 || len(domains) != 3 || domains[""] {
+		t.Errorf("control-plane Machines %d over failure domains %v, want 3 over 3", len(controlPlane.Items), domains)
 	}
 	if out, code := capstan(t, "up", "--state-dir", b.dir, "--local-dir", localDir); code != 0 {
 		t.Fatalf("capstan up of plane B exited %d:\n%s\nlog:\n%s", code, out, tail(b.log(), 60))
