@@ -121,6 +121,10 @@ func (a *apiServer) serveResource(w http.ResponseWriter, r *http.Request, res re
 			writeStatus(w, apierrors.NewNotFound(res.gr(), name))
 			return
 		}
+		if wantsTable(r.Header.Get("Accept")) {
+			writeJSON(w, http.StatusOK, table(res, []object{o}, rvOf(o)))
+			return
+		}
 		writeJSON(w, http.StatusOK, o)
 	case r.Method == http.MethodPost && name != "" && sub == "eviction" && res.name == "pods":
 		// The simulated kubelet stops the Pod at once; no disruption
@@ -312,6 +316,10 @@ func (a *apiServer) list(w http.ResponseWriter, r *http.Request, res resource, n
 		return
 	}
 	items, rv := a.store.list(res.storeKey(), ns, ls, fs)
+	if wantsTable(r.Header.Get("Accept")) {
+		writeJSON(w, http.StatusOK, table(res, items, strconv.FormatUint(rv, 10)))
+		return
+	}
 	if items == nil {
 		items = []object{}
 	}

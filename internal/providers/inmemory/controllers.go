@@ -224,7 +224,7 @@ type machineReconciler struct {
 	client   client.Client
 	sim      *simulator
 	defaults Delays
-	// bootAt is when each machine (by UID) finishes booting; it lives as
+	// bootAt is when each machine (by name) finishes booting; it lives as
 	// long as the process, like the simulated machines themselves.
 	bootAt sync.Map
 	// written holds the UIDs whose boot this provider wrote, so that a
@@ -236,6 +236,10 @@ type machineReconciler struct {
 func (r *machineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	imm := &inmemoryv1.InMemoryMachine{}
 	if err := r.client.Get(ctx, req.NamespacedName, imm); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Deleted before it booted: nothing ran, only its timer goes.
+			r.bootAt.Delete(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	helper, err := patch.NewHelper(imm, r.client, ownedConditions)
@@ -257,7 +261,7 @@ func (r *machineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		if sc := r.sim.get(types.NamespacedName{Namespace: imm.Namespace, Name: clusterName}); sc != nil {
 			sc.shutdown(nodeName(imm, machine))
 		}
-		r.bootAt.Delete(imm.UID)
+		r.bootAt.Delete(req.NamespacedName)
 		r.written.Delete(imm.UID)
 		controllerutil.RemoveFinalizer(imm, inmemoryv1.InMemoryMachineFinalizer)
 		return ctrl.Result{}, helper.Patch(ctx, imm)
@@ -290,7 +294,7 @@ func (r *machineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, nil
 	}
 	if !ptr.Deref(imm.Status.Initialization.Provisioned, false) {
-		at, _ := r.bootAt.LoadOrStore(imm.UID, time.Now().Add(delays.machineDelay()))
+		at, _ := r.bootAt.LoadOrStore(req.NamespacedName, time.Now().Add(delays.machineDelay()))
 		if wait := time.Until(at.(time.Time)); wait > 0 {
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}

@@ -249,8 +249,13 @@ func kubectlListsNodes(t *testing.T, kubeconfig []byte, machines []clusterv1.Mac
 		t.Fatalf("kubectl get nodes: %v\n%s", err, out)
 	}
 	for _, m := range machines {
-		if !strings.Contains(string(out), m.Status.NodeRef.Name) {
-			t.Errorf("kubectl get nodes does not list %s:\n%s", m.Status.NodeRef.Name, out)
+		found := false
+		for _, line := range strings.Split(string(out), "\n") {
+			f := strings.Fields(line)
+			found = found || len(f) >= 2 && f[0] == m.Status.NodeRef.Name && f[1] == "Ready"
+		}
+		if !found {
+			t.Errorf("kubectl get nodes does not list %s as Ready:\n%s", m.Status.NodeRef.Name, out)
 		}
 	}
 	t.Logf("kubectl get nodes:\n%s", out)
