@@ -199,7 +199,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 		return ctrl.Result{}, err
 	}
-	helper, err := patch.NewHelper(cfg, r.Client)
+	helper, err := patch.NewHelper(cfg, r.Client, patch.SoleStatusWriter())
 	if err != nil {
 		return ctrl.Result{}, err
 	}
