@@ -173,7 +173,52 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.ConflictPercent = 100 * res.Conflicts / res.Writes
 	}
 	res.ObjectsPerCluster = objectsPerCluster(ctx, direct, ns, cfg.Clusters)
+	if cfg.Kubeconfig != "" {
+		// Someone else's cluster: take the run's clusters away again,
+		// while the controllers still run to finish their deletion.
+		if err := cleanUp(ctx, direct, ns, cfg.Progress); err != nil {
+			return res, err
+		}
+	}
 	return res, nil
+}
+
+// cleanUp deletes the run's Clusters, waits until every object they own is
+// gone, then deletes the namespace.
+func cleanUp(ctx context.Context, c client.Client, ns string, progress io.Writer) error {
+	if progress != nil {
+		fmt.Fprintf(progress, "Deleting the run's clusters in namespace %s.\n", ns)
+	}
+	if err := c.DeleteAllOf(ctx, &clusterv1.Cluster{}, client.InNamespace(ns)); err != nil {
+		return fmt.Errorf("deleting the run's Clusters: %w", err)
+	}
+	deadline := time.Now().Add(10 * time.Minute)
+	for {
+		machines := &clusterv1.MachineList{}
+		clusters := &clusterv1.ClusterList{}
+		if err := c.List(ctx, clusters, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		if err := c.List(ctx, machines, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		if len(clusters.Items)+len(machines.Items) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d Clusters and %d Machines of the run were still in namespace %s after 10 minutes", len(clusters.Items), len(machines.Items), ns)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+	nsObj := &unstructured.Unstructured{}
+	nsObj.SetAPIVersion("v1")
+	nsObj.SetKind("Namespace")
+	nsObj.SetName(ns)
+	return client.IgnoreNotFound(c.Delete(ctx, nsObj))
 }
 
 // managementCluster is the plane to run against and how to let it go.

@@ -98,7 +98,7 @@ conflicts come from the API server's own apiserver_request_total.`,
 	cmd.Flags().IntVar(&cfg.Clusters, "clusters", 10, "number of clusters (N)")
 	cmd.Flags().IntVar(&cfg.Workers, "workers", 1, "worker machines per cluster (M), besides its one control-plane machine")
 	cmd.Flags().StringVar(&delays, "delays", "default", "simulated start-up delays: default (machine 10s, others 2s, ±20%) or 0")
-	cmd.Flags().StringVar(&cfg.Kubeconfig, "kubeconfig", "", "management cluster to use instead of starting one")
+	cmd.Flags().StringVar(&cfg.Kubeconfig, "kubeconfig", "", "management cluster to use instead of starting one (the controllers still run in this process: stop any other Capstan manager there or give it a --watch-filter; the run's clusters are deleted afterwards)")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
 	cmd.Flags().BoolVar(&logs, "logs", false, "print the controllers' logs (klog, -v for more)")
 	cmd.Flags().StringVar(&profile, "cpuprofile", "", "write this process's (the manager's) CPU profile to this file (go tool pprof)")
