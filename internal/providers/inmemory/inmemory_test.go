@@ -42,7 +42,7 @@ func TestMain(m *testing.M) { testenv.Main(m, &env) }
 // deleting the Cluster closes its endpoint.
 func TestSimulatedClusterLifecycle(t *testing.T) {
 	ctrl.SetLogger(logr.Discard())
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ns := env.Namespace(t)
 	mgr, err := manager.New(env.Config, manager.Options{MetricsAddr: "0", ProbeAddr: "0", AllowRestartInProcess: true,
@@ -128,6 +128,27 @@ func TestSimulatedClusterLifecycle(t *testing.T) {
 	checkNodes(ctx, t, wl, waitMachines(ctx, t, c, ns, 3))
 	scale(0)
 	checkNodes(ctx, t, wl, waitMachines(ctx, t, c, ns, 1))
+
+	// Three control-plane machines make three etcd members; back to one,
+	// KubeadmControlPlane moves leadership and removes the leaving
+	// members through the simulated etcd.
+	scaleCP := func(n int32) {
+		t.Helper()
+		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "c0-cp"}, kcp); err != nil {
+			t.Fatal(err)
+		}
+		before := kcp.DeepCopy()
+		kcp.Spec.Replicas = &n
+		if err := c.Patch(ctx, kcp, client.MergeFrom(before)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scaleCP(3)
+	checkNodes(ctx, t, wl, waitMachines(ctx, t, c, ns, 3))
+	waitEtcdMembers(ctx, t, wl, cc, 3)
+	scaleCP(1)
+	checkNodes(ctx, t, wl, waitMachines(ctx, t, c, ns, 1))
+	waitEtcdMembers(ctx, t, wl, cc, 1)
 
 	// Deleting the Cluster removes the InMemory objects and closes the
 	// simulated API server's port.
@@ -259,4 +280,32 @@ func kubectlListsNodes(t *testing.T, kubeconfig []byte, machines []clusterv1.Mac
 		}
 	}
 	t.Logf("kubectl get nodes:\n%s", out)
+}
+
+// waitEtcdMembers waits until the simulated etcd lists n members, asking
+// the first etcd Pod's endpoint as KubeadmControlPlane does.
+func waitEtcdMembers(ctx context.Context, t *testing.T, wl client.Client, cc *certs.ClusterCertificates, n int) {
+	t.Helper()
+	var last string
+	err := wait.PollUntilContextCancel(ctx, 300*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		pods := &corev1.PodList{}
+		if err := wl.List(ctx, pods, client.InNamespace("kube-system"), client.MatchingLabels{"component": "etcd"}); err != nil || len(pods.Items) == 0 {
+			return false, nil
+		}
+		cli, err := etcdclient.New(ctx, cc.EtcdCA, []string{pods.Items[0].Annotations["kubeadm.kubernetes.io/etcd.advertise-client-urls"]}, "test", 3*time.Second, zap.NewNop())
+		if err != nil {
+			return false, nil
+		}
+		defer cli.Close()
+		list, err := cli.MemberList(ctx)
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		last = fmt.Sprint(len(list.Members), " members")
+		return len(list.Members) == n, nil
+	})
+	if err != nil {
+		t.Fatalf("want %d etcd members, last saw %s: %v", n, last, err)
+	}
 }
