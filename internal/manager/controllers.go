@@ -35,7 +35,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Workload: workloads,
 		Recorder: mgr.GetEventRecorder("cluster-controller"),
 	}
-	if err := clusters.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.concurrency(ClusterController)}); err != nil {
+	if err := clusters.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.concurrency(ClusterController)}); err != nil {
 		return err
 	}
 	machines := &machinecontroller.Reconciler{
@@ -52,7 +52,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Resolver: resolver,
 		Recorder: mgr.GetEventRecorder("machineset-controller"),
 	}
-	if err := sets.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.concurrency(MachineSetController)}); err != nil {
+	if err := sets.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.concurrency(MachineSetController)}); err != nil {
 		return err
 	}
 	deployments := &machinedeploymentcontroller.Reconciler{
@@ -60,7 +60,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Recorder:             mgr.GetEventRecorder("machinedeployment-controller"),
 		RevisionHistoryLimit: o.RevisionHistoryLimit,
 	}
-	if err := deployments.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.concurrency(MachineDeploymentController)}); err != nil {
+	if err := deployments.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.concurrency(MachineDeploymentController)}); err != nil {
 		return err
 	}
 	healthChecks := &machinehealthcheckcontroller.Reconciler{
@@ -85,7 +85,7 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Workload: workloads,
 		Recorder: mgr.GetEventRecorder("kubeadmcontrolplane-controller"),
 	}
-	if err := controlPlanes.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.concurrency(KubeadmControlPlaneController)}); err != nil {
+	if err := controlPlanes.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.concurrency(KubeadmControlPlaneController)}); err != nil {
 		return err
 	}
 	if o.Local != nil {

@@ -17,6 +17,7 @@ import (
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/contract"
 	"capstan.dev/capstan/internal/enqueue"
+	"capstan.dev/capstan/internal/index"
 	"capstan.dev/capstan/internal/patch"
 	"capstan.dev/capstan/internal/pause"
 	"capstan.dev/capstan/internal/phase"
@@ -50,7 +51,10 @@ const summaryDelay = time.Second
 // SetupWithManager registers the controller. Machines, MachineSets and
 // MachineDeployments wake their Cluster (their counters feed its status);
 // provider objects wake the Cluster that controls them.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+	if err := index.ByClusterName(ctx, mgr.GetFieldIndexer(), &clusterv1.Machine{}, &clusterv1.MachineSet{}, &clusterv1.MachineDeployment{}); err != nil {
+		return err
+	}
 	// Worker counters change with every Machine; a short delay folds a
 	// burst of changes into one status write.
 	toCluster := enqueue.Coalesced(summaryDelay, clusterOfLabel)

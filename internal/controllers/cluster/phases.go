@@ -16,6 +16,7 @@ import (
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/conditions"
 	"capstan.dev/capstan/internal/contract"
+	"capstan.dev/capstan/internal/index"
 	"capstan.dev/capstan/internal/patch"
 )
 
@@ -174,7 +175,7 @@ func (r *Reconciler) readMachines(ctx context.Context, s *scope) error {
 	if s.machinesRead {
 		return nil
 	}
-	in := []client.ListOption{client.InNamespace(s.cluster.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: s.cluster.Name}}
+	in := index.InCluster(s.cluster.Namespace, s.cluster.Name)
 	machines := &clusterv1.MachineList{}
 	if err := r.Client.List(ctx, machines, in...); err != nil {
 		return err

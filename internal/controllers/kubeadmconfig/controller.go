@@ -21,6 +21,7 @@ import (
 	bootstrapv1 "capstan.dev/capstan/api/bootstrap/kubeadm/v1beta2"
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/conditions"
+	"capstan.dev/capstan/internal/index"
 	"capstan.dev/capstan/internal/patch"
 	"capstan.dev/capstan/internal/pause"
 )
@@ -62,6 +63,9 @@ func (r *Reconciler) tokenTTL() time.Duration {
 // frees the init lock) and on Clusters (infrastructure, initialization and
 // pause decide what a config may do).
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+	if err := index.ByClusterName(ctx, mgr.GetFieldIndexer(), &bootstrapv1.KubeadmConfig{}); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&bootstrapv1.KubeadmConfig{}).
 		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineToConfigs),
@@ -144,7 +148,7 @@ func (r *Reconciler) clusterToConfigs(ctx context.Context, obj client.Object) []
 // left to decide on a cluster change.
 func (r *Reconciler) configsOf(ctx context.Context, namespace, cluster string, stale func(*bootstrapv1.KubeadmConfig) bool) []reconcile.Request {
 	list := &bootstrapv1.KubeadmConfigList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: cluster}); err != nil {
+	if err := r.Client.List(ctx, list, index.InCluster(namespace, cluster)...); err != nil {
 		return nil
 	}
 	var reqs []reconcile.Request

@@ -25,6 +25,7 @@ import (
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/certs"
 	"capstan.dev/capstan/internal/contract"
+	"capstan.dev/capstan/internal/index"
 	"capstan.dev/capstan/internal/patch"
 	"capstan.dev/capstan/internal/pause"
 	"capstan.dev/capstan/internal/phase"
@@ -63,7 +64,10 @@ type Reconciler struct {
 // SetupWithManager registers the controller. It watches its control planes,
 // their Machines, the Clusters that own them, the infrastructure templates
 // they clone, and in each workload cluster the control-plane Pods.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+	if err := index.ByClusterName(ctx, mgr.GetFieldIndexer(), &clusterv1.Machine{}); err != nil {
+		return err
+	}
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		For(&controlplanev1.KubeadmControlPlane{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).

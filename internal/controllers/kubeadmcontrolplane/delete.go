@@ -12,6 +12,7 @@ import (
 
 	controlplanev1 "capstan.dev/capstan/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/index"
 )
 
 // reconcileDelete removes the control plane once the cluster's workers are
@@ -19,7 +20,7 @@ import (
 func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
 	if s.cluster != nil {
 		workers := &clusterv1.MachineList{}
-		if err := r.Client.List(ctx, workers, client.InNamespace(s.kcp.Namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: s.cluster.Name}); err != nil {
+		if err := r.Client.List(ctx, workers, index.InCluster(s.kcp.Namespace, s.cluster.Name)...); err != nil {
 			return err
 		}
 		var names []string

@@ -21,6 +21,7 @@ import (
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/contract"
+	"capstan.dev/capstan/internal/index"
 	"capstan.dev/capstan/internal/patch"
 	"capstan.dev/capstan/internal/pause"
 	"capstan.dev/capstan/internal/phase"
@@ -53,6 +54,9 @@ type Reconciler struct {
 // watches on Clusters (initialization and pause change what a Machine may
 // do) and on provider objects the Machines own.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+	if err := index.ByClusterName(ctx, mgr.GetFieldIndexer(), &clusterv1.Machine{}); err != nil {
+		return err
+	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &clusterv1.Machine{}, ProviderIDField, func(o client.Object) []string {
 		if id := o.(*clusterv1.Machine).Spec.ProviderID; id != "" {
 			return []string{id}
@@ -100,8 +104,7 @@ func clusterChangeMattersToMachines(e event.UpdateEvent) bool {
 
 func (r *Reconciler) clusterToMachines(ctx context.Context, obj client.Object) []reconcile.Request {
 	machines := &clusterv1.MachineList{}
-	if err := r.Client.List(ctx, machines, client.InNamespace(obj.GetNamespace()),
-		client.MatchingLabels{clusterv1.ClusterNameLabel: obj.GetName()}); err != nil {
+	if err := r.Client.List(ctx, machines, index.InCluster(obj.GetNamespace(), obj.GetName())...); err != nil {
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(machines.Items))

@@ -22,6 +22,7 @@ import (
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/conditions"
 	"capstan.dev/capstan/internal/enqueue"
+	"capstan.dev/capstan/internal/index"
 	"capstan.dev/capstan/internal/patch"
 	"capstan.dev/capstan/internal/pause"
 )
@@ -52,7 +53,10 @@ type Reconciler struct {
 // them while nobody controls them; Machines wake their MachineDeployment
 // when something a condition summarises changes; Clusters wake their
 // MachineDeployments when they are paused or resumed.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+	if err := index.ByClusterName(ctx, mgr.GetFieldIndexer(), &clusterv1.Machine{}, &clusterv1.MachineSet{}, &clusterv1.MachineDeployment{}); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&clusterv1.MachineDeployment{}, builder.WithPredicates(notStatusOnly)).
 		Owns(&clusterv1.MachineSet{}).
@@ -151,15 +155,12 @@ func (r *Reconciler) orphanToDeployments(ctx context.Context, obj client.Object)
 		return nil
 	}
 	list := &clusterv1.MachineDeploymentList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(ms.Namespace)); err != nil {
+	if err := r.Client.List(ctx, list, index.InCluster(ms.Namespace, ms.Spec.ClusterName)...); err != nil {
 		return nil
 	}
 	var reqs []reconcile.Request
 	for i := range list.Items {
 		md := &list.Items[i]
-		if md.Spec.ClusterName != ms.Spec.ClusterName {
-			continue
-		}
 		if sel, err := selectorOf(md); err == nil && !sel.Empty() && sel.Matches(labels.Set(ms.Labels)) {
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(md)})
 		}
@@ -169,14 +170,12 @@ func (r *Reconciler) orphanToDeployments(ctx context.Context, obj client.Object)
 
 func (r *Reconciler) clusterToDeployments(ctx context.Context, obj client.Object) []reconcile.Request {
 	list := &clusterv1.MachineDeploymentList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
+	if err := r.Client.List(ctx, list, index.InCluster(obj.GetNamespace(), obj.GetName())...); err != nil {
 		return nil
 	}
 	var reqs []reconcile.Request
 	for i := range list.Items {
-		if list.Items[i].Spec.ClusterName == obj.GetName() {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-		}
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 	}
 	return reqs
 }

@@ -131,7 +131,7 @@ func TestMain(m *testing.M) {
 			return 1
 		}
 		r := &machinedeployment.Reconciler{Client: countingClient{mgr.GetClient()}, Recorder: mgr.GetEventRecorder("machinedeployment-controller")}
-		if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 4}); err != nil {
+		if err := r.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 4}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/index"
 	"capstan.dev/capstan/internal/patch"
 	"capstan.dev/capstan/internal/plan"
 )
@@ -40,8 +41,6 @@ type scope struct {
 	waiting string // why nothing was done, when the Cluster is missing
 
 	setsRead bool
-	// inNamespace is every MachineSet of the namespace, for name choices.
-	inNamespace []clusterv1.MachineSet
 	// sets are the MachineSets the MachineDeployment controls, oldest first.
 	sets []*clusterv1.MachineSet
 	// machines are the MachineDeployment's Machines, by MachineSet name.
@@ -137,10 +136,9 @@ func defaultReplicas(md *clusterv1.MachineDeployment) int32 {
 func (r *Reconciler) readMachineSets(ctx context.Context, s *scope, adopt bool) error {
 	md := s.md
 	all := &clusterv1.MachineSetList{}
-	if err := r.Client.List(ctx, all, client.InNamespace(md.Namespace)); err != nil {
+	if err := r.Client.List(ctx, all, index.InCluster(md.Namespace, md.Spec.ClusterName)...); err != nil {
 		return err
 	}
-	s.inNamespace = all.Items
 	sel, err := selectorOf(md)
 	if err != nil {
 		return fmt.Errorf("spec.selector: %w", err)
@@ -173,8 +171,8 @@ func (r *Reconciler) readMachineSets(ctx context.Context, s *scope, adopt bool) 
 	})
 
 	machines := &clusterv1.MachineList{}
-	if err := r.Client.List(ctx, machines, client.InNamespace(md.Namespace),
-		client.MatchingLabels{clusterv1.MachineDeploymentNameLabel: md.Name}); err != nil {
+	if err := r.Client.List(ctx, machines, append(index.InCluster(md.Namespace, md.Spec.ClusterName),
+		client.MatchingLabels{clusterv1.MachineDeploymentNameLabel: md.Name})...); err != nil {
 		return err
 	}
 	owned := make(map[string]bool, len(s.sets))

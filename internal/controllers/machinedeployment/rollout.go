@@ -186,9 +186,14 @@ func setAnnotation(obj interface {
 // making a second set.
 func (r *Reconciler) createMachineSet(ctx context.Context, s *scope, want *plan.NewMachineSet, revision int64) error {
 	md := s.md
+	// Names are unique in the namespace, across clusters.
+	inNamespace := &clusterv1.MachineSetList{}
+	if err := r.Client.List(ctx, inNamespace, client.InNamespace(md.Namespace)); err != nil {
+		return err
+	}
 	taken := map[string]bool{}
-	for i := range s.inNamespace {
-		taken[s.inNamespace[i].Name] = true
+	for i := range inNamespace.Items {
+		taken[inNamespace.Items[i].Name] = true
 	}
 	var name, hash string
 	for salt := 0; salt < maxNameAttempts; salt++ {

@@ -25,6 +25,7 @@ import (
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/contract"
+	"capstan.dev/capstan/internal/index"
 	"capstan.dev/capstan/internal/patch"
 	"capstan.dev/capstan/internal/pause"
 	"capstan.dev/capstan/internal/phase"
@@ -69,7 +70,10 @@ type Reconciler struct {
 // MachineDeployments (their template, rollout.after and revision decide
 // whether Machines are up to date), and the kinds of the templates sets
 // clone, so that a template created after its set wakes it.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+	if err := index.ByClusterName(ctx, mgr.GetFieldIndexer(), &clusterv1.Machine{}, &clusterv1.MachineSet{}); err != nil {
+		return err
+	}
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		For(&clusterv1.MachineSet{}, builder.WithPredicates(notOnlyStatus{})).
 		Owns(&clusterv1.Machine{}).
@@ -131,10 +135,10 @@ func (clusterPauseChanged) Update(e event.UpdateEvent) bool {
 	return wasPaused != isPaused
 }
 
-func (r *Reconciler) machineSetsIn(ctx context.Context, namespace string, opts ...client.ListOption) []clusterv1.MachineSet {
+func (r *Reconciler) machineSetsIn(ctx context.Context, opts ...client.ListOption) []clusterv1.MachineSet {
 	list := &clusterv1.MachineSetList{}
-	if err := r.Client.List(ctx, list, append(opts, client.InNamespace(namespace))...); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing MachineSets", "namespace", namespace)
+	if err := r.Client.List(ctx, list, opts...); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing MachineSets")
 		return nil
 	}
 	return list.Items
@@ -156,21 +160,27 @@ func (r *Reconciler) orphanToMachineSets(ctx context.Context, obj client.Object)
 	if metav1.GetControllerOf(obj) != nil || len(obj.GetLabels()) == 0 {
 		return nil
 	}
+	m, ok := obj.(*clusterv1.Machine)
+	if !ok {
+		return nil
+	}
 	set := labels.Set(obj.GetLabels())
-	return requests(r.machineSetsIn(ctx, obj.GetNamespace()), func(ms *clusterv1.MachineSet) bool {
+	return requests(r.machineSetsIn(ctx, index.InCluster(m.Namespace, m.Spec.ClusterName)...), func(ms *clusterv1.MachineSet) bool {
 		sel, err := metav1.LabelSelectorAsSelector(&ms.Spec.Selector)
 		return err == nil && !sel.Empty() && sel.Matches(set)
 	})
 }
 
 func (r *Reconciler) clusterToMachineSets(ctx context.Context, obj client.Object) []ctrl.Request {
-	return requests(r.machineSetsIn(ctx, obj.GetNamespace()), func(ms *clusterv1.MachineSet) bool {
-		return ms.Spec.ClusterName == obj.GetName()
-	})
+	return requests(r.machineSetsIn(ctx, index.InCluster(obj.GetNamespace(), obj.GetName())...), func(*clusterv1.MachineSet) bool { return true })
 }
 
 func (r *Reconciler) deploymentToMachineSets(ctx context.Context, obj client.Object) []ctrl.Request {
-	return requests(r.machineSetsIn(ctx, obj.GetNamespace(), client.MatchingLabels{clusterv1.MachineDeploymentNameLabel: obj.GetName()}),
+	md, ok := obj.(*clusterv1.MachineDeployment)
+	if !ok {
+		return nil
+	}
+	return requests(r.machineSetsIn(ctx, append(index.InCluster(md.Namespace, md.Spec.ClusterName), client.MatchingLabels{clusterv1.MachineDeploymentNameLabel: md.Name})...),
 		func(*clusterv1.MachineSet) bool { return true })
 }
 
@@ -180,7 +190,7 @@ func (r *Reconciler) templateToMachineSets(ctx context.Context, obj client.Objec
 	refers := func(ref clusterv1.ContractVersionedObjectReference) bool {
 		return ref.Name == obj.GetName() && ref.GroupKind() == gk
 	}
-	return requests(r.machineSetsIn(ctx, obj.GetNamespace()), func(ms *clusterv1.MachineSet) bool {
+	return requests(r.machineSetsIn(ctx, client.InNamespace(obj.GetNamespace())), func(ms *clusterv1.MachineSet) bool {
 		return refers(ms.Spec.Template.Spec.InfrastructureRef) || refers(ms.Spec.Template.Spec.Bootstrap.ConfigRef)
 	})
 }

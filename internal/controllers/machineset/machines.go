@@ -20,6 +20,7 @@ import (
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/conditions"
 	"capstan.dev/capstan/internal/contract"
+	"capstan.dev/capstan/internal/index"
 	"capstan.dev/capstan/internal/patch"
 )
 
@@ -65,7 +66,7 @@ func (r *Reconciler) listMachines(ctx context.Context, s *scope, adopt bool) err
 		return nil
 	}
 	list := &clusterv1.MachineList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(ms.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+	if err := r.Client.List(ctx, list, append(index.InCluster(ms.Namespace, ms.Spec.ClusterName), client.MatchingLabelsSelector{Selector: sel})...); err != nil {
 		return err
 	}
 	s.adopt = map[string]bool{}

@@ -68,7 +68,7 @@ func TestMain(m *testing.M) {
 			Resolver: &contract.Resolver{Reader: mgr.GetClient()},
 			Recorder: mgr.GetEventRecorder("machineset-controller"),
 		}
-		if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 4}); err != nil {
+		if err := r.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 4}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
