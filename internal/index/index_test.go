@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	bootstrapv1 "capstan.dev/capstan/api/bootstrap/kubeadm/v1beta2"
@@ -45,7 +47,9 @@ func (c *countingIndexer) IndexField(_ context.Context, obj client.Object, field
 }
 
 func typeName(obj client.Object) string {
-	switch obj.(type) {
+	switch o := obj.(type) {
+	case *unstructured.Unstructured:
+		return o.GroupVersionKind().Kind
 	case *clusterv1.Machine:
 		return "Machine"
 	case *clusterv1.MachineSet:
@@ -66,5 +70,24 @@ func TestByClusterNameIndexesEachKindOncePerCache(t *testing.T) {
 		if idx.indexed[ClusterName+"/Machine"] != 1 || idx.indexed[ClusterName+"/MachineSet"] != 1 {
 			t.Errorf("cache %s indexed %v, want each kind once", name, idx.indexed)
 		}
+	}
+}
+
+// Each provider kind met as an unstructured object gets its own index, once.
+func TestByMachineSetNameIndexesEachUnstructuredKindOnce(t *testing.T) {
+	ctx := context.Background()
+	idx := &countingIndexer{indexed: map[string]int{}}
+	of := func(kind string) client.Object {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(schema.GroupVersionKind{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Kind: kind})
+		return u
+	}
+	for _, kind := range []string{"LocalMachine", "LocalMachine", "InMemoryMachine"} {
+		if err := ByMachineSetName(ctx, idx, of(kind)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if idx.indexed[MachineSetName+"/LocalMachine"] != 1 || idx.indexed[MachineSetName+"/InMemoryMachine"] != 1 {
+		t.Errorf("indexed %v, want each kind once", idx.indexed)
 	}
 }

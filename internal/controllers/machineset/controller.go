@@ -62,6 +62,10 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 
 	templateWatches *contract.Tracker
+	// clones reads the objects sets clone from the manager's cache, where
+	// indexer indexes their kinds as they show up.
+	clones  client.Reader
+	indexer client.FieldIndexer
 }
 
 // SetupWithManager registers the controller. Besides its MachineSets it
@@ -71,7 +75,8 @@ type Reconciler struct {
 // whether Machines are up to date), and the kinds of the templates sets
 // clone, so that a template created after its set wakes it.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
-	if err := index.ByClusterName(ctx, mgr.GetFieldIndexer(), &clusterv1.Machine{}, &clusterv1.MachineSet{}); err != nil {
+	r.clones, r.indexer = mgr.GetCache(), mgr.GetFieldIndexer()
+	if err := index.ByClusterName(ctx, r.indexer, &clusterv1.Machine{}, &clusterv1.MachineSet{}); err != nil {
 		return err
 	}
 	c, err := ctrl.NewControllerManagedBy(mgr).

@@ -255,9 +255,17 @@ func (r *Reconciler) reconcileLeftoverClones(ctx context.Context, s *scope) (tim
 			errs = append(errs, err)
 			continue
 		}
+		// Scanning every clone of the namespace by label on every reconcile
+		// was a fifth of the manager's CPU at a thousand clusters.
+		kind := &unstructured.Unstructured{}
+		kind.SetGroupVersionKind(gvk)
+		if err := index.ByMachineSetName(ctx, r.indexer, kind); err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := r.Client.List(ctx, list, client.InNamespace(s.ms.Namespace), client.MatchingLabels{clusterv1.MachineSetNameLabel: labelValue(s.ms.Name)}); err != nil {
+		if err := r.clones.List(ctx, list, client.InNamespace(s.ms.Namespace), client.MatchingFields{index.MachineSetName: labelValue(s.ms.Name)}); err != nil {
 			errs = append(errs, err)
 			continue
 		}
