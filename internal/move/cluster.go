@@ -122,7 +122,9 @@ func (s *clusterSource) objects(ctx context.Context, pause bool) ([]*unstructure
 	annotated := 0
 	for _, u := range objs {
 		k := keyOf(u)
-		if (k.Group == coreGroup && k.Kind == clusterKind) || !hasCondition(u, "Paused") {
+		// A cluster-scoped object stays in the source, serving whatever
+		// else shares it there: it is not paused.
+		if (k.Group == coreGroup && k.Kind == clusterKind) || k.Namespace == "" || !hasCondition(u, "Paused") {
 			continue
 		}
 		if _, paused := u.GetAnnotations()[pausedAnnotation]; paused {
@@ -222,6 +224,9 @@ func (s *clusterSource) waitDeletions(ctx context.Context) error {
 func notPaused(objs []*unstructured.Unstructured) []string {
 	var out []string
 	for _, u := range objs {
+		if u.GetNamespace() == "" {
+			continue // not paused: it stays in the source
+		}
 		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 		for _, c := range conds {
 			m, _ := c.(map[string]any)
@@ -273,11 +278,20 @@ type clusterTarget struct {
 
 func (t *clusterTarget) describe() string { return "the target" }
 
+// global tells whether the target serves a kind cluster-scoped, so that an
+// owner reference to it names no namespace.
+func (t *clusterTarget) global(group, kind string) bool {
+	m, err := t.c.RESTMapper().RESTMapping(schema.GroupKind{Group: group, Kind: kind})
+	return err == nil && m.Scope.Name() == meta.RESTScopeNameRoot
+}
+
 func (t *clusterTarget) prepare(ctx context.Context, objs []*unstructured.Unstructured) error {
 	seen := map[schema.GroupVersionKind]bool{}
 	namespaces := map[string]bool{}
 	for _, u := range objs {
-		namespaces[u.GetNamespace()] = true
+		if u.GetNamespace() != "" {
+			namespaces[u.GetNamespace()] = true
+		}
 		gvk := u.GroupVersionKind()
 		if seen[gvk] {
 			continue
@@ -345,8 +359,7 @@ func (t *clusterTarget) put(ctx context.Context, src *unstructured.Unstructured,
 	obj := portable(src)
 	refs := obj.GetOwnerReferences()
 	for i := range refs {
-		gv, _ := schema.ParseGroupVersion(refs[i].APIVersion)
-		uid, err := t.uid(ctx, Key{Group: gv.Group, Kind: refs[i].Kind, Namespace: k.Namespace, Name: refs[i].Name}, refs[i].APIVersion)
+		uid, err := t.uid(ctx, ownerKey(k.Namespace, refs[i], t.global), refs[i].APIVersion)
 		if err != nil {
 			return false, fmt.Errorf("finding owner %s %s in the target: %w", refs[i].Kind, refs[i].Name, err)
 		}
@@ -409,8 +422,7 @@ func (t *clusterTarget) differences(ctx context.Context, src *unstructured.Unstr
 	d := differences(src, cp)
 	want := map[string]bool{}
 	for _, ref := range src.GetOwnerReferences() {
-		gv, _ := schema.ParseGroupVersion(ref.APIVersion)
-		uid, err := t.uid(ctx, Key{Group: gv.Group, Kind: ref.Kind, Namespace: k.Namespace, Name: ref.Name}, ref.APIVersion)
+		uid, err := t.uid(ctx, ownerKey(k.Namespace, ref, t.global), ref.APIVersion)
 		if err != nil {
 			d = append(d, fmt.Sprintf("owner %s %s: %v", ref.Kind, ref.Name, err))
 			continue

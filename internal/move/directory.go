@@ -136,7 +136,9 @@ func (s *dirSource) objects(context.Context, bool) ([]*unstructured.Unstructured
 		if err != nil {
 			return nil, err
 		}
-		if s.namespace == "" || u.GetNamespace() == s.namespace {
+		// Cluster-scoped objects come with every namespace's move, as
+		// they went (see discover).
+		if s.namespace == "" || u.GetNamespace() == s.namespace || u.GetNamespace() == "" {
 			out = append(out, u)
 		}
 	}

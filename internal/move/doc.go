@@ -11,6 +11,23 @@
 // clusterctl.cluster.x-k8s.io/move (or of a kind whose CRD is labelled
 // move or move-hierarchy) with all it owns.
 //
+// Cluster-scoped ("global") objects, of kinds whose CRD carries one of
+// those labels, move only when selected: labelled clusterctl.cluster.x-k8s.io/move,
+// of a kind whose CRD is labelled move or move-hierarchy, or owned by such
+// an object (Kubernetes lets a cluster-scoped object have only
+// cluster-scoped owners; Order refuses anything else). Which of them a
+// namespace's clusters use cannot be told (namespaced objects name them by
+// name only, in provider-specific fields), so a --namespace move copies
+// every selected global object. They are created first in their batch,
+// recognised on a resumed run and verified like every other object, but
+// never deleted from the source, nor paused there, and neither is what
+// they own: other clusters and namespaces of the source may share them
+// (identities, for example). clusterctl's provider contract documents the
+// same for global kinds labelled for move: copied to the target, left in
+// the source for the user to remove. A global object changed in the source
+// after an earlier move no longer matches its copy: the move then stops at
+// verifying, before deleting anything, naming the difference.
+//
 // Then it waits until no object of the graph is being deleted, pauses the
 // Clusters (spec.paused) and every object that reports a Paused condition
 // (with the cluster.x-k8s.io/paused annotation, which wakes its

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -44,12 +45,15 @@ type kind struct {
 	gvk schema.GroupVersionKind
 	// all moves every object of the kind (its CRD is labelled for move).
 	all bool
+	// global kinds are cluster-scoped: their objects are listed whatever
+	// the move's namespace, and move only when selected (see doc.go).
+	global bool
 }
 
 // discoverKinds lists the kinds a move considers: Secrets, ConfigMaps and
-// every namespaced custom kind whose CRD carries a Cluster API contract,
-// provider or clusterctl label, at the version the contract label names
-// (else the storage version).
+// every custom kind, namespaced or cluster-scoped, whose CRD carries a
+// Cluster API contract, provider or clusterctl label, at the version the
+// contract label names (else the storage version).
 func discoverKinds(ctx context.Context, c client.Client) ([]kind, error) {
 	crds := &apiextensionsv1.CustomResourceDefinitionList{}
 	if err := c.List(ctx, crds); err != nil {
@@ -60,7 +64,7 @@ func discoverKinds(ctx context.Context, c client.Client) ([]kind, error) {
 		{gvk: schema.GroupVersionKind{Version: "v1", Kind: configMapKind}},
 	}
 	for _, crd := range crds.Items {
-		if crd.Spec.Scope != apiextensionsv1.NamespaceScoped || !selected(crd.Labels) {
+		if !selected(crd.Labels) {
 			continue
 		}
 		version := ""
@@ -84,8 +88,9 @@ func discoverKinds(ctx context.Context, c client.Client) ([]kind, error) {
 		_, move := crd.Labels[MoveLabel]
 		_, hierarchy := crd.Labels[MoveHierarchyLabel]
 		kinds = append(kinds, kind{
-			gvk: schema.GroupVersionKind{Group: crd.Spec.Group, Version: version, Kind: crd.Spec.Names.Kind},
-			all: move || hierarchy,
+			gvk:    schema.GroupVersionKind{Group: crd.Spec.Group, Version: version, Kind: crd.Spec.Names.Kind},
+			all:    move || hierarchy,
+			global: crd.Spec.Scope == apiextensionsv1.ClusterScoped,
 		})
 	}
 	return kinds, nil
@@ -105,14 +110,35 @@ func keyOf(u *unstructured.Unstructured) Key {
 	return Key{Group: u.GroupVersionKind().Group, Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName()}
 }
 
-// ownerKeys names an object's owners (owner references are namespace-local).
-func ownerKeys(u *unstructured.Unstructured) []Key {
+// ownerKeys names an object's owners. An owner reference names no
+// namespace: the owner is in the object's own namespace, unless the owner's
+// kind is cluster-scoped (global tells), and a cluster-scoped object may
+// only have cluster-scoped owners.
+func ownerKeys(u *unstructured.Unstructured, global func(group, kind string) bool) []Key {
 	var out []Key
 	for _, ref := range u.GetOwnerReferences() {
-		gv, _ := schema.ParseGroupVersion(ref.APIVersion)
-		out = append(out, Key{Group: gv.Group, Kind: ref.Kind, Namespace: u.GetNamespace(), Name: ref.Name})
+		out = append(out, ownerKey(u.GetNamespace(), ref, global))
 	}
 	return out
+}
+
+func ownerKey(namespace string, ref metav1.OwnerReference, global func(group, kind string) bool) Key {
+	gv, _ := schema.ParseGroupVersion(ref.APIVersion)
+	if global != nil && global(gv.Group, ref.Kind) {
+		namespace = ""
+	}
+	return Key{Group: gv.Group, Kind: ref.Kind, Namespace: namespace, Name: ref.Name}
+}
+
+// globalKinds tells which kinds among objs are cluster-scoped.
+func globalKinds(objs []*unstructured.Unstructured) func(group, kind string) bool {
+	kinds := map[schema.GroupKind]bool{}
+	for _, u := range objs {
+		if u.GetNamespace() == "" {
+			kinds[u.GroupVersionKind().GroupKind()] = true
+		}
+	}
+	return func(group, kind string) bool { return kinds[schema.GroupKind{Group: group, Kind: kind}] }
 }
 
 // discover lists the objects of the graph of every Cluster in namespace
@@ -130,7 +156,7 @@ func discover(ctx context.Context, c client.Client, namespace string) ([]*unstru
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(kd.gvk.GroupVersion().WithKind(kd.gvk.Kind + "List"))
 		var opts []client.ListOption
-		if namespace != "" {
+		if namespace != "" && !kd.global {
 			opts = append(opts, client.InNamespace(namespace))
 		}
 		if err := c.List(ctx, list, opts...); err != nil {
@@ -142,8 +168,11 @@ func discover(ctx context.Context, c client.Client, namespace string) ([]*unstru
 			all = append(all, u)
 			byKey[keyOf(u)] = u
 			byUID[u.GetUID()] = u
+			// A global object moves only when selected (or owned by one
+			// that is, below); a --namespace move takes every selected
+			// one, as which of them its clusters use is not known.
 			_, labelled := u.GetLabels()[MoveLabel]
-			if kd.all || labelled || (kd.gvk.Group == coreGroup && kd.gvk.Kind == clusterKind) {
+			if kd.all || labelled || (!kd.global && kd.gvk.Group == coreGroup && kd.gvk.Kind == clusterKind) {
 				in[keyOf(u)] = true
 			}
 		}

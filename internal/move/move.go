@@ -92,9 +92,10 @@ func run(ctx context.Context, src source, dst target, o Options) error {
 	}
 	byKey := map[Key]*unstructured.Unstructured{}
 	var nodes []Node
+	global := globalKinds(objs)
 	for _, u := range objs {
 		byKey[keyOf(u)] = u
-		nodes = append(nodes, Node{Key: keyOf(u), Owners: ownerKeys(u)})
+		nodes = append(nodes, Node{Key: keyOf(u), Owners: ownerKeys(u, global)})
 	}
 	present := map[Key]bool{}
 	for _, n := range nodes {
@@ -117,11 +118,16 @@ func run(ctx context.Context, src source, dst target, o Options) error {
 		return &Error{Step: "planning", Err: err}
 	}
 
+	kept := keptInSource(nodes, batches)
 	if o.DryRun {
-		fmt.Fprintf(out, "Would move %d objects from %s to %s, in this order (deleted from the source in reverse):\n", len(objs), src.describe(), dst.describe())
+		fmt.Fprintf(out, "Would move %d objects from %s to %s, in this order (deleted from the source in reverse, except those marked kept):\n", len(objs), src.describe(), dst.describe())
 		for i, b := range batches {
 			for _, k := range b {
-				fmt.Fprintf(out, "  %2d  %s\n", i+1, k)
+				note := ""
+				if kept[k] {
+					note = "  (copied, kept in the source)"
+				}
+				fmt.Fprintf(out, "  %2d  %s%s\n", i+1, k, note)
 			}
 		}
 		return nil
@@ -189,12 +195,17 @@ func run(ctx context.Context, src source, dst target, o Options) error {
 	}
 
 	deleted := 0
+	toDelete := len(objs) - len(kept)
 	for _, k := range DeletionOrder(batches) {
+		if kept[k] {
+			fmt.Fprintf(out, "  kept %s in the source (cluster-scoped, possibly shared)\n", k)
+			continue
+		}
 		if err := src.remove(ctx, byKey[k]); err != nil {
 			return &Error{Step: "deleting", Object: k, Err: err}
 		}
 		deleted++
-		fmt.Fprintf(out, "  [%d/%d] deleted %s from the source\n", deleted, len(objs), k)
+		fmt.Fprintf(out, "  [%d/%d] deleted %s from the source\n", deleted, toDelete, k)
 		if o.After != nil {
 			if err := o.After("delete", deleted, k); err != nil {
 				return &Error{Step: "deleting", Object: k, Err: err}
@@ -211,4 +222,32 @@ func run(ctx context.Context, src source, dst target, o Options) error {
 	}
 	fmt.Fprintf(out, "Moved %d objects in %.1fs.\n", written, time.Since(started).Seconds())
 	return nil
+}
+
+// keptInSource are the objects a move copies but does not delete from the
+// source: cluster-scoped objects, which other clusters and namespaces of
+// the source may share (identities, for example), and what they own, which
+// their owner in the source still uses. Batches are in owner order, so an
+// object's owners are decided before it.
+func keptInSource(nodes []Node, batches [][]Key) map[Key]bool {
+	owners := map[Key][]Key{}
+	for _, n := range nodes {
+		owners[n.Key] = n.Owners
+	}
+	kept := map[Key]bool{}
+	for _, b := range batches {
+		for _, k := range b {
+			if k.Namespace == "" {
+				kept[k] = true
+				continue
+			}
+			for _, o := range owners[k] {
+				if kept[o] {
+					kept[k] = true
+					break
+				}
+			}
+		}
+	}
+	return kept
 }

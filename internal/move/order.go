@@ -96,6 +96,9 @@ func Order(nodes []Node, present func(Key) bool) ([][]Key, error) {
 				continue
 			}
 			seen[o] = true
+			if n.Key.Namespace == "" && o.Namespace != "" {
+				return nil, fmt.Errorf("%s is cluster-scoped but owned by %s, which is namespaced; Kubernetes gives cluster-scoped objects only cluster-scoped owners: remove that owner reference", n.Key, o)
+			}
 			if _, ok := byKey[o]; !ok {
 				if present == nil || !present(o) {
 					missing[n.Key] = append(missing[n.Key], o)
@@ -196,9 +199,15 @@ func findCycle(byKey map[Key]*Node, waitsOn map[Key]int) []Key {
 // within a batch; other kinds follow alphabetically.
 var kindRank = map[string]int{"Cluster": 0, "ClusterClass": 1}
 
+// sortKeys puts cluster-scoped objects first in a batch (namespaced objects
+// may name them, an identity say, and a webhook may want them to exist),
+// then by kindRank, kind, group, namespace and name.
 func sortKeys(keys []Key) {
 	sort.Slice(keys, func(i, j int) bool {
 		a, b := keys[i], keys[j]
+		if (a.Namespace == "") != (b.Namespace == "") {
+			return a.Namespace == ""
+		}
 		ra, oka := kindRank[a.Kind]
 		rb, okb := kindRank[b.Kind]
 		if oka != okb {

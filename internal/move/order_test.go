@@ -43,6 +43,9 @@ func TestOrder(t *testing.T) {
 	m1, lm1, kc1, data1 := k("Machine", "m1"), k("LocalMachine", "m1"), k("KubeadmConfig", "m1"), k("Secret", "m1")
 	md, ms, m2 := k("MachineDeployment", "md"), k("MachineSet", "ms"), k("Machine", "m2")
 	ca, cm := k("Secret", "c-ca"), k("ConfigMap", "extra")
+	global := Key{Group: "infrastructure.cluster.x-k8s.io", Kind: "TestIdentity", Name: "id"}
+	globalChild := Key{Group: "infrastructure.cluster.x-k8s.io", Kind: "TestIdentity", Name: "id-child"}
+	identitySecret := k("Secret", "id-creds")
 	tests := []struct {
 		name    string
 		nodes   []Node
@@ -95,6 +98,21 @@ func TestOrder(t *testing.T) {
 			name:    "a cycle of three is named in full",
 			nodes:   []Node{n(cluster), n(m1, m2, cluster), n(m2, ms), n(ms, m1), n(lm1, m1)},
 			wantErr: "cycle (Machine ns/m1 is owned by Machine ns/m2 is owned by MachineSet ns/ms is owned by Machine ns/m1)",
+		},
+		{
+			name: "cluster-scoped objects come first in their batch, in owner order",
+			nodes: []Node{
+				n(m1, cluster), n(cluster), n(globalChild, global), n(global), n(identitySecret, global),
+			},
+			want: [][]string{
+				{"TestIdentity/id", "Cluster/c"},
+				{"TestIdentity/id-child", "Machine/m1", "Secret/id-creds"},
+			},
+		},
+		{
+			name:    "a cluster-scoped object owned by a namespaced one is refused",
+			nodes:   []Node{n(cluster), n(global, cluster)},
+			wantErr: "TestIdentity.infrastructure.cluster.x-k8s.io id is cluster-scoped but owned by Cluster ns/c",
 		},
 		{
 			name:    "a duplicate is refused",
@@ -222,5 +240,21 @@ func TestOrderProperties(t *testing.T) {
 			}
 			break
 		}
+	}
+}
+
+func TestKeptInSource(t *testing.T) {
+	global := Key{Group: "infrastructure.cluster.x-k8s.io", Kind: "TestIdentity", Name: "id"}
+	globalChild := Key{Group: "infrastructure.cluster.x-k8s.io", Kind: "TestIdentity", Name: "id-child"}
+	secret, cluster, machine := k("Secret", "id-creds"), k("Cluster", "c"), k("Machine", "m")
+	nodes := []Node{n(secret, global), n(machine, cluster), n(globalChild, global), n(cluster), n(global)}
+	batches, err := Order(nodes, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := keptInSource(nodes, batches)
+	want := map[Key]bool{global: true, globalChild: true, secret: true}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("kept %v, want %v", got, want)
 	}
 }
