@@ -131,7 +131,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	before, err := scrape(ctx, restCfg)
+	before, err := ScrapeRequests(ctx, restCfg)
 	if err != nil {
 		return nil, err
 	}
@@ -150,19 +150,19 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	// Let the last status writes land before counting.
 	time.Sleep(3 * time.Second)
-	after, err := scrape(ctx, restCfg)
+	after, err := ScrapeRequests(ctx, restCfg)
 	if err != nil {
 		return res, err
 	}
 	res.ManagerCPUSeconds = cpuSeconds() - cpuBefore
 	res.ManagerPeakRSSMiB = peakRSSMiB()
-	d := after.minus(before)
-	res.Requests = d.total()
-	res.Writes = d.writes()
-	res.Conflicts = d.conflicts
-	res.ConflictsByVerbResource = d.conflictsByKey
+	d := after.Minus(before)
+	res.Requests = d.Total()
+	res.Writes = d.Writes()
+	res.Conflicts = d.Conflicts
+	res.ConflictsByVerbResource = d.ConflictsByKey
 	res.WritesByVerbResource = map[string]float64{}
-	for k, v := range d.byVerbResource {
+	for k, v := range d.ByVerbResource {
 		if isWrite(k) {
 			res.WritesByVerbResource[k] = v
 		}

@@ -15,30 +15,31 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// counts are apiserver_request_total summed by "VERB resource[/sub]", with
-// 409 responses counted apart.
-type counts struct {
-	byVerbResource map[string]float64
-	conflicts      float64
-	conflictsByKey map[string]float64
+// RequestCounts are apiserver_request_total summed by "VERB
+// resource[/sub]", with 409 responses counted apart.
+type RequestCounts struct {
+	ByVerbResource map[string]float64
+	Conflicts      float64
+	ConflictsByKey map[string]float64
 }
 
-// scrape reads apiserver_request_total from the API server's /metrics.
-func scrape(ctx context.Context, cfg *rest.Config) (counts, error) {
+// ScrapeRequests reads apiserver_request_total from the API server's
+// /metrics.
+func ScrapeRequests(ctx context.Context, cfg *rest.Config) (RequestCounts, error) {
 	c, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return counts{}, err
+		return RequestCounts{}, err
 	}
 	raw, err := c.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		return counts{}, fmt.Errorf("reading the API server's /metrics: %w", err)
+		return RequestCounts{}, fmt.Errorf("reading the API server's /metrics: %w", err)
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(strings.NewReader(string(raw)))
 	if err != nil {
-		return counts{}, fmt.Errorf("parsing the API server's /metrics: %w", err)
+		return RequestCounts{}, fmt.Errorf("parsing the API server's /metrics: %w", err)
 	}
-	out := counts{byVerbResource: map[string]float64{}, conflictsByKey: map[string]float64{}}
+	out := RequestCounts{ByVerbResource: map[string]float64{}, ConflictsByKey: map[string]float64{}}
 	fam := families["apiserver_request_total"]
 	if fam == nil {
 		return out, fmt.Errorf("the API server exports no apiserver_request_total")
@@ -53,10 +54,10 @@ func scrape(ctx context.Context, cfg *rest.Config) (counts, error) {
 			key += "/" + l["subresource"]
 		}
 		v := value(m)
-		out.byVerbResource[key] += v
+		out.ByVerbResource[key] += v
 		if l["code"] == "409" {
-			out.conflicts += v
-			out.conflictsByKey[key] += v
+			out.Conflicts += v
+			out.ConflictsByKey[key] += v
 		}
 	}
 	return out, nil
@@ -64,16 +65,17 @@ func scrape(ctx context.Context, cfg *rest.Config) (counts, error) {
 
 func value(m *dto.Metric) float64 { return m.GetCounter().GetValue() }
 
-func (after counts) minus(before counts) counts {
-	d := counts{byVerbResource: map[string]float64{}, conflicts: after.conflicts - before.conflicts, conflictsByKey: map[string]float64{}}
-	for k, v := range after.byVerbResource {
-		if n := v - before.byVerbResource[k]; n > 0 {
-			d.byVerbResource[k] = n
+// Minus is what happened between before and after.
+func (after RequestCounts) Minus(before RequestCounts) RequestCounts {
+	d := RequestCounts{ByVerbResource: map[string]float64{}, Conflicts: after.Conflicts - before.Conflicts, ConflictsByKey: map[string]float64{}}
+	for k, v := range after.ByVerbResource {
+		if n := v - before.ByVerbResource[k]; n > 0 {
+			d.ByVerbResource[k] = n
 		}
 	}
-	for k, v := range after.conflictsByKey {
-		if n := v - before.conflictsByKey[k]; n > 0 {
-			d.conflictsByKey[k] = n
+	for k, v := range after.ConflictsByKey {
+		if n := v - before.ConflictsByKey[k]; n > 0 {
+			d.ConflictsByKey[k] = n
 		}
 	}
 	return d
@@ -85,9 +87,10 @@ var writeVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "DELE
 
 func isWrite(key string) bool { return writeVerbs[strings.SplitN(key, " ", 2)[0]] }
 
-func (c counts) writes() float64 {
+// Writes counts the requests that change state.
+func (c RequestCounts) Writes() float64 {
 	var n float64
-	for k, v := range c.byVerbResource {
+	for k, v := range c.ByVerbResource {
 		if isWrite(k) {
 			n += v
 		}
@@ -95,9 +98,10 @@ func (c counts) writes() float64 {
 	return n
 }
 
-func (c counts) total() float64 {
+// Total counts every request.
+func (c RequestCounts) Total() float64 {
 	var n float64
-	for _, v := range c.byVerbResource {
+	for _, v := range c.ByVerbResource {
 		n += v
 	}
 	return n

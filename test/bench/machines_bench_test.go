@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	scalebench "capstan.dev/capstan/internal/bench"
 	"capstan.dev/capstan/internal/manager"
 	"capstan.dev/capstan/internal/testenv"
 	"capstan.dev/capstan/test/fixture"
@@ -55,7 +56,7 @@ func BenchmarkMachineDeploymentToRunning(b *testing.B) {
 		if err := mgmt.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			b.Fatal(err)
 		}
-		beforeRequests, err := scrapeRequests(ctx, mgmt.Config)
+		beforeRequests, err := scalebench.ScrapeRequests(ctx, mgmt.Config)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -71,7 +72,7 @@ func BenchmarkMachineDeploymentToRunning(b *testing.B) {
 		// Let the last status writes land before counting.
 		time.Sleep(2 * time.Second)
 
-		afterRequests, err := scrapeRequests(ctx, mgmt.Config)
+		afterRequests, err := scalebench.ScrapeRequests(ctx, mgmt.Config)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -79,7 +80,7 @@ func BenchmarkMachineDeploymentToRunning(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		d := afterRequests.minus(beforeRequests)
+		d := afterRequests.Minus(beforeRequests)
 		var rec []string
 		var totalRec float64
 		for name, v := range afterReconciles {
@@ -89,13 +90,13 @@ func BenchmarkMachineDeploymentToRunning(b *testing.B) {
 		}
 		sort.Strings(rec)
 		b.ReportMetric(elapsed.Seconds(), "s-to-running")
-		b.ReportMetric(d.total()/replicas, "requests/machine")
-		b.ReportMetric(d.writes()/replicas, "writes/machine")
-		b.ReportMetric(d.conflicts, "conflicts")
+		b.ReportMetric(d.Total()/replicas, "requests/machine")
+		b.ReportMetric(d.Writes()/replicas, "writes/machine")
+		b.ReportMetric(d.Conflicts, "conflicts")
 		b.ReportMetric(totalRec/replicas, "reconciles/machine")
 		b.ReportMetric(0, "ns/op")
 		b.Logf("reconciles per machine: %s", strings.Join(rec, " "))
-		b.Logf("requests that dominate: %s", strings.Join(d.top(12), " "))
+		b.Logf("requests that dominate: %s", strings.Join(top(d, 12), " "))
 	}
 }
 
