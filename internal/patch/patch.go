@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"time"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -33,6 +34,13 @@ type Helper struct {
 
 	// soleWriter: no other controller writes the object's status.
 	soleWriter bool
+
+	// With a pacer, stale copies write nothing and reporting-only status
+	// changes wait; deferred is how long, after the last Patch.
+	pacer    *Pacer
+	gate     Gate
+	readRV   string
+	deferred time.Duration
 }
 
 // Option changes how a Helper writes.
@@ -70,7 +78,7 @@ func NewHelper(obj client.Object, c client.Client, opts ...Option) (*Helper, err
 	if err != nil {
 		return nil, err
 	}
-	h := &Helper{client: c, before: before}
+	h := &Helper{client: c, before: before, readRV: obj.GetResourceVersion()}
 	for _, o := range opts {
 		o(h)
 	}
@@ -86,8 +94,24 @@ func (h *Helper) Patch(ctx context.Context, obj client.Object) error {
 	}
 	beforeMain, beforeStatus := split(h.before)
 	afterMain, afterStatus := split(after)
+	mainChanged := !reflect.DeepEqual(beforeMain, afterMain)
+	statusChanged := !reflect.DeepEqual(beforeStatus, afterStatus)
+	h.deferred = 0
+	if h.pacer != nil && (mainChanged || statusChanged) && h.pacer.stale(obj.GetUID(), h.readRV) {
+		h.deferred = staleRetry
+		return nil
+	}
+	if h.pacer != nil && statusChanged && !gateChanged(h.gate, beforeStatus, afterStatus) {
+		if wait := h.pacer.holdFor(obj.GetUID()); wait > 0 {
+			h.deferred = wait
+			statusChanged = false
+			// The held-back change is still to write next time.
+			after["status"] = beforeStatus
+		}
+	}
+	from := obj.GetResourceVersion()
 
-	if !reflect.DeepEqual(beforeMain, afterMain) {
+	if mainChanged {
 		body, err := mergePatch(beforeMain, afterMain)
 		if err != nil {
 			return err
@@ -118,11 +142,11 @@ func (h *Helper) Patch(ctx context.Context, obj client.Object) error {
 			obj.SetGeneration(gen)
 		}
 	}
-	if !reflect.DeepEqual(beforeStatus, afterStatus) && h.ownedConditions != nil {
+	if statusChanged && h.ownedConditions != nil {
 		if err := h.applyStatus(ctx, obj, afterStatus); err != nil {
 			return err
 		}
-	} else if !reflect.DeepEqual(beforeStatus, afterStatus) {
+	} else if statusChanged {
 		body, err := mergePatch(map[string]any{"status": beforeStatus}, map[string]any{"status": afterStatus})
 		if err != nil {
 			return err
@@ -142,9 +166,19 @@ func (h *Helper) Patch(ctx context.Context, obj client.Object) error {
 		}
 		obj.SetResourceVersion(target.GetResourceVersion())
 	}
+	if h.pacer != nil && (mainChanged || statusChanged) {
+		h.pacer.record(obj.GetUID(), from, obj.GetResourceVersion(), statusChanged)
+	}
 	h.before = after
+	h.readRV = obj.GetResourceVersion()
 	return nil
 }
+
+// Deferred is how long the reconcile should wait before coming back because
+// the last Patch held a change back (a reporting-only status change inside
+// the pacing interval, or any change computed from a stale copy); zero when
+// it held nothing back.
+func (h *Helper) Deferred() time.Duration { return h.deferred }
 
 // applyStatus server-side applies the status with only the owned
 // conditions.

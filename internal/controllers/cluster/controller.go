@@ -42,7 +42,16 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 
 	externalWatches *contract.Tracker
+	pacer           *patch.Pacer
 }
+
+// statusGate is what other controllers act on in a Cluster's status: the
+// Machines wait for its infrastructure, bootstrap waits for its control
+// plane, health checks and move read the conditions. Everything else
+// (counters, summaries, messages) is paced.
+var statusGate = patch.Fields([]string{"initialization"},
+	clusterv1.PausedCondition, clusterv1.ClusterControlPlaneInitializedCondition,
+	clusterv1.InfrastructureReadyCondition, clusterv1.ClusterRemoteConnectionProbeCondition)
 
 // summaryDelay is how long the Cluster waits after a change of its Machines,
 // MachineSets or MachineDeployments before it recounts them.
@@ -55,6 +64,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	if err := index.ByClusterName(ctx, mgr.GetFieldIndexer(), &clusterv1.Machine{}, &clusterv1.MachineSet{}, &clusterv1.MachineDeployment{}); err != nil {
 		return err
 	}
+	r.pacer = patch.NewPacer(patch.DefaultStatusInterval)
 	// Worker counters change with every Machine; a short delay folds a
 	// burst of changes into one status write.
 	toCluster := enqueue.Coalesced(summaryDelay, clusterOfLabel)
@@ -90,12 +100,12 @@ func clusterOfLabel(_ context.Context, obj client.Object) []ctrl.Request {
 }
 
 // Reconcile brings one Cluster's status and owned objects up to date.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, reterr error) {
 	cluster := &clusterv1.Cluster{}
 	if err := r.Client.Get(ctx, req.NamespacedName, cluster); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	helper, err := patch.NewHelper(cluster, r.Client, patch.SoleStatusWriter())
+	helper, err := patch.NewHelper(cluster, r.Client, patch.SoleStatusWriter(), patch.Pace(r.pacer, statusGate))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -106,6 +116,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 		if err := helper.Patch(ctx, cluster); err != nil && !apierrors.IsNotFound(err) {
 			reterr = kerrors.NewAggregate([]error{reterr, err})
+		}
+		if reterr == nil {
+			res = patch.Sooner(res, helper.Deferred())
 		}
 	}()
 

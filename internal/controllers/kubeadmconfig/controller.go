@@ -49,7 +49,12 @@ type Reconciler struct {
 
 	// TokenTTL is the lifetime of generated bootstrap tokens; DefaultTokenTTL when zero.
 	TokenTTL time.Duration
+	pacer    *patch.Pacer
 }
+
+// statusGate: every change of a KubeadmConfig's status goes out at once
+// except a changed condition message or reason, which is paced.
+var statusGate = patch.AllButTexts
 
 func (r *Reconciler) tokenTTL() time.Duration {
 	if r.TokenTTL > 0 {
@@ -63,6 +68,7 @@ func (r *Reconciler) tokenTTL() time.Duration {
 // frees the init lock) and on Clusters (infrastructure, initialization and
 // pause decide what a config may do).
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+	r.pacer = patch.NewPacer(patch.DefaultStatusInterval)
 	if err := index.ByClusterName(ctx, mgr.GetFieldIndexer(), &bootstrapv1.KubeadmConfig{}); err != nil {
 		return err
 	}
@@ -186,7 +192,7 @@ func (s *scope) wait(reason, message string) {
 }
 
 // Reconcile brings one KubeadmConfig a step closer to having its bootstrap data.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, reterr error) {
 	cfg := &bootstrapv1.KubeadmConfig{}
 	if err := r.Client.Get(ctx, req.NamespacedName, cfg); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -203,7 +209,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 		return ctrl.Result{}, err
 	}
-	helper, err := patch.NewHelper(cfg, r.Client, patch.SoleStatusWriter())
+	helper, err := patch.NewHelper(cfg, r.Client, patch.SoleStatusWriter(), patch.Pace(r.pacer, statusGate))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -214,6 +220,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 		if err := helper.Patch(ctx, cfg); err != nil && !apierrors.IsNotFound(err) {
 			reterr = kerrors.NewAggregate([]error{reterr, err})
+		}
+		if reterr == nil {
+			res = patch.Sooner(res, helper.Deferred())
 		}
 	}()
 	if s.paused = pause.Reconcile(cluster, cfg); s.paused {

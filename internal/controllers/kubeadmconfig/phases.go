@@ -129,7 +129,6 @@ func (r *Reconciler) reconcileInit(ctx context.Context, s *scope) (time.Duration
 		return lockRetry, nil
 	}
 	log.V(1).Info("Init lock held, this machine initializes the control plane", "machine", m.Name)
-	r.event(cfg, corev1.EventTypeNormal, "InitLockAcquired", "Bootstrap", "Machine %s holds the init lock of Cluster %s and will run kubeadm init", m.Name, c.Name)
 	var lifetime time.Duration
 	if d := cfg.Spec.ClusterConfiguration.CACertificateValidityPeriodDays; d > 0 {
 		lifetime = time.Duration(d) * 24 * time.Hour
@@ -297,7 +296,9 @@ func (r *Reconciler) writeData(ctx context.Context, s *scope, kubeadmFile []byte
 	if join {
 		action = "join"
 	}
-	r.event(cfg, corev1.EventTypeNormal, "DataSecretCreated", "Bootstrap", "Wrote bootstrap data secret %s (kubeadm %s) for Machine %s", secret.Name, action, s.machine.Name)
+	// A log line, not an event: every Machine gets its data secret, and its
+	// BootstrapConfigReady condition already says so; events are API writes.
+	ctrl.LoggerFrom(ctx).V(1).Info("Wrote bootstrap data secret", "secret", secret.Name, "kubeadm", action, "machine", s.machine.Name)
 	return 0, nil
 }
 

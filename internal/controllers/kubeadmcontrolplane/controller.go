@@ -59,12 +59,19 @@ type Reconciler struct {
 	// leaveRequested remembers when each leaving Machine (by UID) was asked
 	// to leave the load balancer.
 	leaveRequested sync.Map
+	pacer          *patch.Pacer
 }
+
+// statusGate is what others act on in a control plane's status: the Cluster
+// copies its initialization, move waits for Paused. Counters and summaries
+// are paced.
+var statusGate = patch.Fields([]string{"initialization"}, clusterv1.PausedCondition)
 
 // SetupWithManager registers the controller. It watches its control planes,
 // their Machines, the Clusters that own them, the infrastructure templates
 // they clone, and in each workload cluster the control-plane Pods.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+	r.pacer = patch.NewPacer(patch.DefaultStatusInterval)
 	if err := index.ByClusterName(ctx, mgr.GetFieldIndexer(), &clusterv1.Machine{}); err != nil {
 		return err
 	}
@@ -166,12 +173,12 @@ func (m *machineState) nodeName() string {
 }
 
 // Reconcile brings one control plane closer to its spec.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, reterr error) {
 	kcp := &controlplanev1.KubeadmControlPlane{}
 	if err := r.Client.Get(ctx, req.NamespacedName, kcp); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	helper, err := patch.NewHelper(kcp, r.writer(), patch.SoleStatusWriter())
+	helper, err := patch.NewHelper(kcp, r.writer(), patch.SoleStatusWriter(), patch.Pace(r.pacer, statusGate))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -182,6 +189,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 		if err := helper.Patch(ctx, kcp); err != nil && !apierrors.IsNotFound(err) {
 			reterr = kerrors.NewAggregate([]error{reterr, err})
+		}
+		if reterr == nil {
+			res = patch.Sooner(res, helper.Deferred())
 		}
 	}()
 

@@ -48,12 +48,18 @@ type Reconciler struct {
 
 	controller      controller.Controller
 	externalWatches *contract.Tracker
+	pacer           *patch.Pacer
 }
+
+// statusGate: every change of a Machine's status that others act on goes
+// out at once; only a changed condition message or reason is paced.
+var statusGate = patch.AllButTexts
 
 // SetupWithManager registers the controller, the providerID index, and
 // watches on Clusters (initialization and pause change what a Machine may
 // do) and on provider objects the Machines own.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+	r.pacer = patch.NewPacer(patch.DefaultStatusInterval)
 	if err := index.ByClusterName(ctx, mgr.GetFieldIndexer(), &clusterv1.Machine{}); err != nil {
 		return err
 	}
@@ -155,12 +161,12 @@ func ownedConditions(m *clusterv1.Machine) []string {
 }
 
 // Reconcile brings one Machine a step closer to what its spec asks.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, reterr error) {
 	m := &clusterv1.Machine{}
 	if err := r.Client.Get(ctx, req.NamespacedName, m); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	helper, err := patch.NewHelper(m, r.Client, patch.OwnedConditions(statusManager, ownedConditions(m)...))
+	helper, err := patch.NewHelper(m, r.Client, patch.OwnedConditions(statusManager, ownedConditions(m)...), patch.Pace(r.pacer, statusGate))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -178,6 +184,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 		if err := helper.Patch(ctx, m); err != nil && !apierrors.IsNotFound(err) {
 			reterr = kerrors.NewAggregate([]error{reterr, err})
+		}
+		if reterr == nil {
+			res = patch.Sooner(res, helper.Deferred())
 		}
 	}()
 

@@ -46,7 +46,12 @@ type Reconciler struct {
 	// DefaultRevisionHistoryLimit. With 0 none is kept, and RollbackTemplate
 	// finds no earlier revision.
 	RevisionHistoryLimit *int32
+	pacer                *patch.Pacer
 }
+
+// statusGate: of a MachineDeployment's status only Paused is waited on (by
+// move); counters and summaries are paced.
+var statusGate = patch.Fields(nil, clusterv1.PausedCondition)
 
 // SetupWithManager registers the controller. MachineSets wake the
 // MachineDeployment that controls them, or those whose selector matches
@@ -54,6 +59,7 @@ type Reconciler struct {
 // when something a condition summarises changes; Clusters wake their
 // MachineDeployments when they are paused or resumed.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+	r.pacer = patch.NewPacer(patch.DefaultStatusInterval)
 	if err := index.ByClusterName(ctx, mgr.GetFieldIndexer(), &clusterv1.Machine{}, &clusterv1.MachineSet{}, &clusterv1.MachineDeployment{}); err != nil {
 		return err
 	}
@@ -186,12 +192,12 @@ func selectorOf(md *clusterv1.MachineDeployment) (labels.Selector, error) {
 
 // Reconcile moves one MachineDeployment a step towards its spec and reports
 // where it stands.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, reterr error) {
 	md := &clusterv1.MachineDeployment{}
 	if err := r.Client.Get(ctx, req.NamespacedName, md); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	helper, err := patch.NewHelper(md, r.Client, patch.SoleStatusWriter())
+	helper, err := patch.NewHelper(md, r.Client, patch.SoleStatusWriter(), patch.Pace(r.pacer, statusGate))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -202,6 +208,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 		if err := helper.Patch(ctx, md); err != nil && !apierrors.IsNotFound(err) {
 			reterr = kerrors.NewAggregate([]error{reterr, err})
+		}
+		if reterr == nil {
+			res = patch.Sooner(res, helper.Deferred())
 		}
 	}()
 

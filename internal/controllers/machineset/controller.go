@@ -66,7 +66,13 @@ type Reconciler struct {
 	// indexer indexes their kinds as they show up.
 	clones  client.Reader
 	indexer client.FieldIndexer
+	pacer   *patch.Pacer
 }
+
+// statusGate: of a MachineSet's status only Paused is waited on (by move);
+// its counters, which the MachineDeployment reads to roll out, may lag by
+// one pacing interval.
+var statusGate = patch.Fields(nil, clusterv1.PausedCondition)
 
 // SetupWithManager registers the controller. Besides its MachineSets it
 // watches their Machines (and Machines nobody controls that a set might
@@ -75,6 +81,7 @@ type Reconciler struct {
 // whether Machines are up to date), and the kinds of the templates sets
 // clone, so that a template created after its set wakes it.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
+	r.pacer = patch.NewPacer(patch.DefaultStatusInterval)
 	r.clones, r.indexer = mgr.GetCache(), mgr.GetFieldIndexer()
 	if err := index.ByClusterName(ctx, r.indexer, &clusterv1.Machine{}, &clusterv1.MachineSet{}); err != nil {
 		return err
@@ -225,12 +232,12 @@ type scope struct {
 }
 
 // Reconcile brings one MachineSet's Machines and status up to date.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, reterr error) {
 	ms := &clusterv1.MachineSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ms); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	helper, err := patch.NewHelper(ms, r.writer(), patch.SoleStatusWriter())
+	helper, err := patch.NewHelper(ms, r.writer(), patch.SoleStatusWriter(), patch.Pace(r.pacer, statusGate))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -241,6 +248,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		}
 		if err := helper.Patch(ctx, ms); err != nil && !apierrors.IsNotFound(err) {
 			reterr = kerrors.NewAggregate([]error{reterr, err})
+		}
+		if reterr == nil {
+			res = patch.Sooner(res, helper.Deferred())
 		}
 	}()
 

@@ -1,0 +1,215 @@
+package patch
+
+import (
+	"reflect"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// DefaultStatusInterval is how long a controller holds back a status change
+// that no other controller acts on, after its last status write to the same
+// object: within it, every further change joins one write.
+const DefaultStatusInterval = time.Second
+
+// staleRetry is the safety-net requeue for a reconcile that read a copy
+// older than its own last write; the watch event of that write normally
+// wakes the object first.
+const staleRetry = 2 * time.Second
+
+// Pacer is one controller's memory of its own writes, object by object. It
+// lets a Helper save two kinds of write: a write computed from a cached copy
+// that predates the controller's own last write (the cache has not caught
+// up; the watch event of that write is on its way and the next reconcile
+// sees it), and a status change that only reports (a count, a message, a
+// summary condition) arriving less than an interval after the last status
+// write, which waits and goes out with whatever else changes meanwhile.
+// A Pacer is safe for concurrent reconciles.
+type Pacer struct {
+	interval time.Duration
+	now      func() time.Time
+
+	mu        sync.Mutex
+	writes    map[types.UID]lastWrite
+	lastSweep time.Time
+}
+
+type lastWrite struct {
+	// from is the resourceVersion the write was computed from, to the one it
+	// produced.
+	from, to string
+	// statusAt is when the status was last written.
+	statusAt time.Time
+}
+
+// NewPacer returns a Pacer that spaces reporting-only status writes to an
+// object at least interval apart.
+func NewPacer(interval time.Duration) *Pacer {
+	return &Pacer{interval: interval, now: time.Now, writes: map[types.UID]lastWrite{}}
+}
+
+// Gate picks, from a status (as JSON-decoded by the Helper), the part that
+// other controllers act on. A status change that leaves the gate's pick
+// unchanged only reports, and may be paced; any other goes out at once.
+type Gate func(status map[string]any) any
+
+// Fields gates on the named top-level status fields and on the status
+// (True, False, Unknown; not reason or message) of the named conditions.
+func Fields(fields []string, conditionTypes ...string) Gate {
+	return func(status map[string]any) any {
+		pick := map[string]any{}
+		for _, f := range fields {
+			pick[f] = status[f]
+		}
+		pick["conditions"] = conditionStatuses(status, func(t string) bool {
+			for _, want := range conditionTypes {
+				if t == want {
+					return true
+				}
+			}
+			return false
+		})
+		return pick
+	}
+}
+
+// AllButTexts gates on everything except the reasons, messages and observed
+// generations of conditions and the status's observedGeneration: a change
+// of any condition's status, or of any other field, goes out at once.
+func AllButTexts(status map[string]any) any {
+	pick := map[string]any{}
+	for k, v := range status {
+		if k != "conditions" && k != "observedGeneration" {
+			pick[k] = v
+		}
+	}
+	pick["conditions"] = conditionStatuses(status, func(string) bool { return true })
+	return pick
+}
+
+func conditionStatuses(status map[string]any, include func(string) bool) map[string]any {
+	out := map[string]any{}
+	list, _ := status["conditions"].([]any)
+	for _, c := range list {
+		m, ok := c.(map[string]any)
+		if !ok {
+			continue
+		}
+		t, _ := m["type"].(string)
+		if include(t) {
+			out[t] = m["status"]
+		}
+	}
+	return out
+}
+
+// Pace makes the Helper consult p: it writes nothing from a copy older than
+// the controller's own last write, and holds back a status change that
+// leaves gate's pick unchanged until p's interval has passed since the last
+// status write. Deferred tells the reconcile when to come back.
+func Pace(p *Pacer, gate Gate) Option {
+	return func(h *Helper) {
+		h.pacer = p
+		h.gate = gate
+	}
+}
+
+// stale tells whether a copy of object uid read at resourceVersion rv
+// predates this controller's last write to it.
+func (p *Pacer) stale(uid types.UID, rv string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w, ok := p.writes[uid]
+	return ok && w.from == rv && w.to != rv
+}
+
+// holdFor tells how long a reporting-only status change of uid must wait;
+// zero means it may go out now.
+func (p *Pacer) holdFor(uid types.UID) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w, ok := p.writes[uid]
+	if !ok || w.statusAt.IsZero() {
+		return 0
+	}
+	if wait := p.interval - p.now().Sub(w.statusAt); wait > 0 {
+		return wait
+	}
+	return 0
+}
+
+// record notes a write of uid from resourceVersion from to to.
+func (p *Pacer) record(uid types.UID, from, to string, status bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.now()
+	w := p.writes[uid]
+	w.from, w.to = from, to
+	if status {
+		w.statusAt = now
+	}
+	p.writes[uid] = w
+	if now.Sub(p.lastSweep) > time.Minute {
+		p.lastSweep = now
+		for id, old := range p.writes {
+			if now.Sub(old.statusAt) > time.Minute && id != uid {
+				delete(p.writes, id)
+			}
+		}
+	}
+}
+
+func gateChanged(gate Gate, before, after any) bool {
+	b, _ := before.(map[string]any)
+	a, _ := after.(map[string]any)
+	return !reflect.DeepEqual(prune(gate(b)), prune(gate(a)))
+}
+
+// prune drops zero values (false, 0, "", empty lists and maps, nil) from
+// maps, so that a field appearing with its zero value is no change: an
+// initialization that turns from absent to all false gates nothing.
+func prune(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, e := range x {
+			if e = prune(e); e != nil {
+				out[k] = e
+			}
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		return out
+	case []any:
+		if len(x) == 0 {
+			return nil
+		}
+		return x
+	case bool:
+		if !x {
+			return nil
+		}
+	case string:
+		if x == "" {
+			return nil
+		}
+	case float64:
+		if x == 0 {
+			return nil
+		}
+	}
+	return v
+}
+
+// Sooner is res with its RequeueAfter brought forward to after when after
+// is sooner (or res had none): how a reconcile that deferred a write makes
+// sure it comes back.
+func Sooner(res reconcile.Result, after time.Duration) reconcile.Result {
+	if after > 0 && (res.RequeueAfter == 0 || after < res.RequeueAfter) {
+		res.RequeueAfter = after
+	}
+	return res
+}

@@ -1,0 +1,159 @@
+package patch_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/patch"
+)
+
+var clusterGate = patch.Fields([]string{"initialization"}, "Paused")
+
+func read(t *testing.T, c *clusterv1.Cluster) *clusterv1.Cluster {
+	t.Helper()
+	got := &clusterv1.Cluster{}
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(c), got); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// A reporting-only change inside the interval waits (and says how long); a
+// gated change goes out at once and carries the held-back one with it; after
+// the interval a reporting-only change goes out again.
+func TestPacedStatus(t *testing.T) {
+	ctx := context.Background()
+	pacer := patch.NewPacer(time.Hour)
+	c := newCluster(t)
+
+	write := func(change func(*clusterv1.Cluster)) (*clusterv1.Cluster, time.Duration) {
+		t.Helper()
+		cur := read(t, c)
+		h, err := patch.NewHelper(cur, env.Client, patch.SoleStatusWriter(), patch.Pace(pacer, clusterGate))
+		if err != nil {
+			t.Fatal(err)
+		}
+		change(cur)
+		if err := h.Patch(ctx, cur); err != nil {
+			t.Fatal(err)
+		}
+		return read(t, c), h.Deferred()
+	}
+
+	// The first status write of an object is never held back.
+	got, wait := write(func(c *clusterv1.Cluster) { c.Status.Phase = "Pending" })
+	if got.Status.Phase != "Pending" || wait != 0 {
+		t.Fatalf("first write: phase %q, deferred %v; want Pending, 0", got.Status.Phase, wait)
+	}
+	// A counter inside the interval waits; a label change goes out anyway.
+	got, wait = write(func(c *clusterv1.Cluster) {
+		c.Status.Phase = "Provisioning"
+		c.Labels = map[string]string{"a": "b"}
+	})
+	if got.Status.Phase != "Pending" || got.Labels["a"] != "b" {
+		t.Errorf("reporting-only change inside the interval: phase %q (want Pending, held back), labels %v (want written)", got.Status.Phase, got.Labels)
+	}
+	if wait <= 0 || wait > time.Hour {
+		t.Errorf("deferred %v, want the rest of the interval", wait)
+	}
+	// Turning all-false initialization on from nothing changes no gate.
+	got, wait = write(func(c *clusterv1.Cluster) {
+		c.Status.Initialization.InfrastructureProvisioned = ptr.To(false)
+	})
+	if got.Status.Initialization.InfrastructureProvisioned != nil || wait == 0 {
+		t.Errorf("a zero-valued field was not held back: %+v, deferred %v", got.Status.Initialization, wait)
+	}
+	// A gated change goes out at once, with the reporting ones.
+	got, wait = write(func(c *clusterv1.Cluster) {
+		c.Status.Phase = "Provisioning"
+		c.Status.Initialization.InfrastructureProvisioned = ptr.To(true)
+	})
+	if !ptr.Deref(got.Status.Initialization.InfrastructureProvisioned, false) || got.Status.Phase != "Provisioning" || wait != 0 {
+		t.Errorf("gated change: %+v phase %q deferred %v; want written at once", got.Status.Initialization, got.Status.Phase, wait)
+	}
+	// A gated condition's status goes out at once; its message alone waits.
+	got, _ = write(func(c *clusterv1.Cluster) {
+		meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: "Paused", Status: metav1.ConditionFalse, Reason: "NotPaused"})
+	})
+	if meta.FindStatusCondition(got.Status.Conditions, "Paused") == nil {
+		t.Fatal("a new gated condition was held back")
+	}
+	got, _ = write(func(c *clusterv1.Cluster) {
+		meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: "Paused", Status: metav1.ConditionFalse, Reason: "NotPaused", Message: "more words"})
+	})
+	if meta.FindStatusCondition(got.Status.Conditions, "Paused").Message != "" {
+		t.Error("a message-only change of a gated condition went out inside the interval")
+	}
+}
+
+// After the interval a reporting-only change goes out.
+func TestPacedStatusAfterInterval(t *testing.T) {
+	ctx := context.Background()
+	pacer := patch.NewPacer(200 * time.Millisecond)
+	c := newCluster(t)
+	for i, phase := range []string{"Pending", "Provisioning"} {
+		if i > 0 {
+			time.Sleep(250 * time.Millisecond)
+		}
+		cur := read(t, c)
+		h, _ := patch.NewHelper(cur, env.Client, patch.Pace(pacer, clusterGate))
+		cur.Status.Phase = phase
+		if err := h.Patch(ctx, cur); err != nil {
+			t.Fatal(err)
+		}
+		if h.Deferred() != 0 || read(t, c).Status.Phase != phase {
+			t.Fatalf("write %d (%s) was held back %v", i, phase, h.Deferred())
+		}
+	}
+}
+
+// A copy read before the controller's own last write writes nothing: its
+// changes are computed from what the controller has already replaced.
+func TestStaleCopyWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	pacer := patch.NewPacer(0)
+	c := newCluster(t)
+	stale := read(t, c)
+
+	cur := stale.DeepCopy()
+	h, _ := patch.NewHelper(cur, env.Client, patch.Pace(pacer, clusterGate))
+	cur.Status.Phase = "Pending"
+	if err := h.Patch(ctx, cur); err != nil {
+		t.Fatal(err)
+	}
+	rv := read(t, c).ResourceVersion
+
+	h, _ = patch.NewHelper(stale, env.Client, patch.Pace(pacer, clusterGate))
+	stale.Labels = map[string]string{"from": "stale"}
+	stale.Status.Phase = "Provisioning"
+	if err := h.Patch(ctx, stale); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, c); got.ResourceVersion != rv {
+		t.Errorf("a stale copy was written: %v %q", got.Labels, got.Status.Phase)
+	}
+	if h.Deferred() == 0 {
+		t.Error("a stale copy's reconcile was not told to come back")
+	}
+	// The same Helper, once it has written, is not stale to itself.
+	fresh := read(t, c)
+	h, _ = patch.NewHelper(fresh, env.Client, patch.Pace(pacer, clusterGate))
+	fresh.Labels = map[string]string{"step": "1"}
+	if err := h.Patch(ctx, fresh); err != nil {
+		t.Fatal(err)
+	}
+	fresh.Labels["step"] = "2"
+	if err := h.Patch(ctx, fresh); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, c).Labels["step"]; got != "2" {
+		t.Errorf("second Patch of one Helper: label step=%q, want 2", got)
+	}
+}
