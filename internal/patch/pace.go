@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -37,9 +38,12 @@ type Pacer struct {
 }
 
 type lastWrite struct {
-	// from is the resourceVersion the write was computed from, to the one it
-	// produced.
-	from, to string
+	// to is the resourceVersion the last Patch produced; passed are those it
+	// moved the object past (the one it was computed from and, when it wrote
+	// both the main object and the status, the one in between), for an API
+	// server whose resourceVersions do not compare.
+	to     string
+	passed []string
 	// statusAt is when the status was last written.
 	statusAt time.Time
 }
@@ -122,7 +126,21 @@ func (p *Pacer) stale(uid types.UID, rv string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	w, ok := p.writes[uid]
-	return ok && w.from == rv && w.to != rv
+	if !ok {
+		return false
+	}
+	// Since Kubernetes 1.35 resourceVersions of one resource are comparable
+	// integers: anything older than our own write is stale, whoever wrote
+	// the versions in between.
+	if cmp, err := resourceversion.CompareResourceVersion(rv, w.to); err == nil {
+		return cmp < 0
+	}
+	for _, old := range w.passed {
+		if old == rv {
+			return true
+		}
+	}
+	return false
 }
 
 // holdFor tells how long a reporting-only status change of uid must wait;
@@ -140,13 +158,14 @@ func (p *Pacer) holdFor(uid types.UID) time.Duration {
 	return 0
 }
 
-// record notes a write of uid from resourceVersion from to to.
-func (p *Pacer) record(uid types.UID, from, to string, status bool) {
+// record notes that a Patch of uid moved it past the resourceVersions
+// passed.
+func (p *Pacer) record(uid types.UID, passed []string, to string, status bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.now()
 	w := p.writes[uid]
-	w.from, w.to = from, to
+	w.passed, w.to = passed, to
 	if status {
 		w.statusAt = now
 	}

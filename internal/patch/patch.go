@@ -109,7 +109,7 @@ func (h *Helper) Patch(ctx context.Context, obj client.Object) error {
 			after["status"] = beforeStatus
 		}
 	}
-	from := obj.GetResourceVersion()
+	passed := []string{obj.GetResourceVersion()}
 
 	if mainChanged {
 		body, err := mergePatch(beforeMain, afterMain)
@@ -127,6 +127,9 @@ func (h *Helper) Patch(ctx context.Context, obj client.Object) error {
 			return fmt.Errorf("patching %s: %w", obj.GetName(), err)
 		}
 		obj.SetResourceVersion(target.GetResourceVersion())
+		if statusChanged {
+			passed = append(passed, obj.GetResourceVersion())
+		}
 		if gen := target.GetGeneration(); gen != obj.GetGeneration() {
 			// The controller changed the spec it is reporting on: what it
 			// observed is the spec it just wrote.
@@ -167,7 +170,7 @@ func (h *Helper) Patch(ctx context.Context, obj client.Object) error {
 		obj.SetResourceVersion(target.GetResourceVersion())
 	}
 	if h.pacer != nil && (mainChanged || statusChanged) {
-		h.pacer.record(obj.GetUID(), from, obj.GetResourceVersion(), statusChanged)
+		h.pacer.record(obj.GetUID(), passed, obj.GetResourceVersion(), statusChanged)
 	}
 	h.before = after
 	h.readRV = obj.GetResourceVersion()
