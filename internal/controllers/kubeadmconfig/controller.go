@@ -50,6 +50,9 @@ type Reconciler struct {
 	// TokenTTL is the lifetime of generated bootstrap tokens; DefaultTokenTTL when zero.
 	TokenTTL time.Duration
 	pacer    *patch.Pacer
+	// live reads past the cache, where a write would otherwise race one
+	// made a moment ago by another controller.
+	live client.Reader
 }
 
 // statusGate: every change of a KubeadmConfig's status goes out at once
@@ -69,6 +72,7 @@ func (r *Reconciler) tokenTTL() time.Duration {
 // pause decide what a config may do).
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
 	r.pacer = patch.NewPacer(patch.DefaultStatusInterval)
+	r.live = mgr.GetAPIReader()
 	if err := index.ByClusterName(ctx, mgr.GetFieldIndexer(), &bootstrapv1.KubeadmConfig{}); err != nil {
 		return err
 	}

@@ -60,6 +60,9 @@ type Reconciler struct {
 	// to leave the load balancer.
 	leaveRequested sync.Map
 	pacer          *patch.Pacer
+	// live reads past the cache, where a write would otherwise race one
+	// made a moment ago.
+	live client.Reader
 }
 
 // statusGate is what others act on in a control plane's status: the Cluster
@@ -72,6 +75,7 @@ var statusGate = patch.Fields([]string{"initialization"}, clusterv1.PausedCondit
 // they clone, and in each workload cluster the control-plane Pods.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
 	r.pacer = patch.NewPacer(patch.DefaultStatusInterval)
+	r.live = mgr.GetAPIReader()
 	if err := index.ByClusterName(ctx, mgr.GetFieldIndexer(), &clusterv1.Machine{}); err != nil {
 		return err
 	}
@@ -134,6 +138,8 @@ type scope struct {
 	cluster *clusterv1.Cluster
 	now     time.Time
 	paused  bool
+	// unreported: this reconcile's state is not worth a status write.
+	unreported bool
 
 	waitingFor string // what keeps the control plane from acting, for conditions
 	certs      *certs.ClusterCertificates
@@ -172,6 +178,10 @@ func (m *machineState) nodeName() string {
 	return m.machine.Name
 }
 
+// ownerGrace is how long a new control plane waits for its Cluster's owner
+// reference before reporting that it has none.
+const ownerGrace = 10 * time.Second
+
 // Reconcile brings one control plane closer to its spec.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, reterr error) {
 	kcp := &controlplanev1.KubeadmControlPlane{}
@@ -184,7 +194,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 	s := &scope{kcp: kcp, now: time.Now()}
 	defer func() {
-		if !s.paused {
+		if !s.paused && !s.unreported {
 			r.updateStatus(s)
 		}
 		if err := helper.Patch(ctx, kcp); err != nil && !apierrors.IsNotFound(err) {
@@ -204,6 +214,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		s.waitingFor = "waiting for a Cluster to own this control plane (its spec.controlPlaneRef names it)"
 		if !kcp.DeletionTimestamp.IsZero() {
 			return ctrl.Result{}, r.reconcileDelete(ctx, s)
+		}
+		if age := s.now.Sub(kcp.CreationTimestamp.Time); age < ownerGrace {
+			// Created with its Cluster, the control plane normally gets its
+			// owner in a moment: a status saying it waits for one would be
+			// overwritten at once. Say so only if the owner is late.
+			s.unreported = true
+			return ctrl.Result{RequeueAfter: ownerGrace - age}, nil
 		}
 		return ctrl.Result{}, nil
 	}
@@ -274,7 +291,13 @@ func (r *Reconciler) reconcileCertificates(ctx context.Context, s *scope) (time.
 		return 0, nil
 	}
 	owner := *metav1.NewControllerRef(s.kcp, controlplanev1.GroupVersion.WithKind("KubeadmControlPlane"))
-	s.certs, s.certsErr = certs.LookupOrGenerate(ctx, r.writer(), client.ObjectKeyFromObject(s.cluster), owner)
+	var opts []certs.Option
+	if r.live != nil {
+		// What this controller created in its last reconcile may not be
+		// in the cache yet.
+		opts = append(opts, certs.ConfirmingWith(r.live))
+	}
+	s.certs, s.certsErr = certs.LookupOrGenerate(ctx, r.writer(), client.ObjectKeyFromObject(s.cluster), owner, opts...)
 	if s.certsErr != nil {
 		return 0, s.certsErr
 	}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/controllers/machineset"
 	"capstan.dev/capstan/internal/plan"
 )
 
@@ -227,5 +228,27 @@ func TestListMachines(t *testing.T) {
 	}
 	if got := listMachines([]string{"e", "d", "c", "b", "a"}, "not Ready"); got != "5 Machines are not Ready: a, b, c and 2 more" {
 		t.Errorf("%q", got)
+	}
+}
+
+// A new set carries from birth what the MachineSet controller would add at
+// once, so that controller has nothing to write: its finalizer, and the
+// cluster name in a selector that its template's labels match.
+func TestNewMachineSetIsBornComplete(t *testing.T) {
+	md := &clusterv1.MachineDeployment{ObjectMeta: metav1.ObjectMeta{Name: "md"}}
+	md.Spec.ClusterName = "c1"
+	md.Spec.Template = template("v1.34.0")
+	md.Spec.Selector = metav1.LabelSelector{MatchLabels: map[string]string{"pool": "a"}}
+	ms := newMachineSet(md, "md-h", "h", 1, 2, 1)
+	if len(ms.Finalizers) != 1 || ms.Finalizers[0] != machineset.Finalizer {
+		t.Errorf("finalizers %v, want [%s]", ms.Finalizers, machineset.Finalizer)
+	}
+	if ms.Spec.Selector.MatchLabels[clusterv1.ClusterNameLabel] != "c1" {
+		t.Errorf("selector %v lacks the cluster name", ms.Spec.Selector.MatchLabels)
+	}
+	for k, v := range ms.Spec.Selector.MatchLabels {
+		if ms.Spec.Template.Labels[k] != v {
+			t.Errorf("template labels %v do not match selector label %s=%s", ms.Spec.Template.Labels, k, v)
+		}
 	}
 }

@@ -27,11 +27,14 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/controllers/machinedeployment"
+	"capstan.dev/capstan/internal/controllers/machineset"
 	"capstan.dev/capstan/internal/scheme"
 	"capstan.dev/capstan/internal/testenv"
 )
@@ -135,6 +138,10 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
+		if err := releaseSetFinalizers(mgr); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
 		go func() {
 			if err := mgr.Start(ctx); err != nil {
 				fmt.Fprintln(os.Stderr, "manager:", err)
@@ -145,6 +152,25 @@ func TestMain(m *testing.M) {
 	cancel()
 	env.Stop()
 	os.Exit(code)
+}
+
+// releaseSetFinalizers plays the one part of the MachineSet controller that
+// deletion needs: new sets are born with its finalizer, which it drops once
+// a deleted set's Machines are gone (these tests create no Machines).
+func releaseSetFinalizers(mgr ctrl.Manager) error {
+	c := mgr.GetClient()
+	return ctrl.NewControllerManagedBy(mgr).Named("machineset-finalizer").For(&clusterv1.MachineSet{}).
+		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+			ms := &clusterv1.MachineSet{}
+			if err := c.Get(ctx, req.NamespacedName, ms); err != nil || ms.DeletionTimestamp.IsZero() {
+				return reconcile.Result{}, client.IgnoreNotFound(err)
+			}
+			before := ms.DeepCopy()
+			if controllerutil.RemoveFinalizer(ms, machineset.Finalizer) {
+				return reconcile.Result{}, client.IgnoreNotFound(c.Patch(ctx, ms, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})))
+			}
+			return reconcile.Result{}, nil
+		}))
 }
 
 const (

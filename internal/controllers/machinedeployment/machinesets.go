@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/controllers/machineset"
 	"capstan.dev/capstan/internal/index"
 	"capstan.dev/capstan/internal/patch"
 	"capstan.dev/capstan/internal/plan"
@@ -403,6 +404,10 @@ func newMachineSet(md *clusterv1.MachineDeployment, name, hash string, replicas,
 		selector.MatchLabels = map[string]string{}
 	}
 	selector.MatchLabels[clusterv1.MachineDeploymentUniqueLabel] = hash
+	// The set is born with what its own controller would add at once (its
+	// finalizer, the cluster name in selector and template), which saves
+	// that controller a write.
+	selector.MatchLabels[clusterv1.ClusterNameLabel] = md.Spec.ClusterName
 
 	template := *md.Spec.Template.DeepCopy()
 	template.Labels = templateLabels(md, selector)
@@ -429,6 +434,7 @@ func newMachineSet(md *clusterv1.MachineDeployment, name, hash string, replicas,
 			Name:        name,
 			Labels:      setLabels,
 			Annotations: annotations,
+			Finalizers:  []string{machineset.Finalizer},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion:         clusterv1.GroupVersion.String(),
 				Kind:               clusterv1.MachineDeploymentKind,
