@@ -87,15 +87,6 @@ type Option func(*options)
 type options struct {
 	caLifetime time.Duration
 	now        func() time.Time
-	live       client.Reader
-}
-
-// ConfirmingWith makes LookupOrGenerate read a Secret missing from c
-// through live (the API server itself) before creating it. With a cached c,
-// a Secret another controller created a moment ago is then used instead of
-// failing to create it a second time.
-func ConfirmingWith(live client.Reader) Option {
-	return func(o *options) { o.live = live }
 }
 
 // WithCALifetime sets the validity of generated CAs (default DefaultCALifetime).
@@ -151,19 +142,6 @@ func LookupOrGenerate(ctx context.Context, c client.Client, cluster client.Objec
 	errors.As(err, &missing)
 	for _, name := range missing.Secrets {
 		p := Purpose(strings.TrimPrefix(name, cluster.Name+"-"))
-		if o.live != nil {
-			s := &corev1.Secret{}
-			err := o.live.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: name}, s)
-			if err == nil {
-				if err := cc.set(p, s); err != nil {
-					return nil, err
-				}
-				continue
-			}
-			if !apierrors.IsNotFound(err) {
-				return nil, fmt.Errorf("reading secret %s/%s: %w", cluster.Namespace, name, err)
-			}
-		}
 		data, err := generate(p, o)
 		if err != nil {
 			return nil, fmt.Errorf("generating %s: %w", name, err)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -241,48 +240,5 @@ func TestFilesLayout(t *testing.T) {
 	cc.EtcdCA = nil
 	if _, err := cc.Files(""); err == nil {
 		t.Error("a missing CA must be an error")
-	}
-}
-
-// blindToSecrets is a client whose reads never find a Secret, like a cache
-// that has not yet seen Secrets created a moment ago; it counts creates.
-type blindToSecrets struct {
-	client.Client
-	creates int
-}
-
-func (b *blindToSecrets) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	if _, ok := obj.(*corev1.Secret); ok {
-		return apierrors.NewNotFound(corev1.Resource("secrets"), key.Name)
-	}
-	return b.Client.Get(ctx, key, obj, opts...)
-}
-
-func (b *blindToSecrets) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
-	b.creates++
-	return b.Client.Create(ctx, obj, opts...)
-}
-
-// Secrets another controller created a moment ago, not yet in the cache,
-// are used as they are when the missing ones are confirmed with a live
-// reader: nothing is created a second time.
-func TestLookupOrGenerateConfirmsMissingSecretsLive(t *testing.T) {
-	ctx := context.Background()
-	cluster, owner := newCluster(t)
-	key := client.ObjectKeyFromObject(cluster)
-	want, err := certs.LookupOrGenerate(ctx, env.Client, key, owner)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stale := &blindToSecrets{Client: env.Client}
-	got, err := certs.LookupOrGenerate(ctx, stale, key, owner, certs.ConfirmingWith(env.Client))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if stale.creates != 0 {
-		t.Errorf("%d Secrets created again", stale.creates)
-	}
-	if !got.CA.Cert.Equal(want.CA.Cert) || !got.EtcdCA.Cert.Equal(want.EtcdCA.Cert) {
-		t.Error("the confirmed Secrets are not the ones that exist")
 	}
 }

@@ -123,8 +123,14 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if id == "" {
 		id = "capstan-manager"
 	}
+	secrets, err := secretCache()
+	if err != nil {
+		return nil, err
+	}
+	cacheOpts.ByObject = map[client.Object]cache.ByObject{&corev1.Secret{}: secrets}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme.New(),
+		NewClient:                     newClient,
 		Cache:                         cacheOpts,
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:        o.ProbeAddr,
@@ -137,10 +143,10 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 			// Provider objects are read as unstructured; without this every
 			// such read would go to the API server.
 			Unstructured: true,
-			// Capstan reads few Secrets and ConfigMaps, one at a time;
-			// caching all of a management cluster's would cost memory and
-			// widen what a manager holds of other teams' data.
-			DisableFor: []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}},
+			// Capstan reads few ConfigMaps, one at a time; caching all of a
+			// management cluster's would cost memory and widen what a
+			// manager holds of other teams' data. Secrets: see secrets.go.
+			DisableFor: []client.Object{&corev1.ConfigMap{}},
 		}},
 	})
 	if err != nil {

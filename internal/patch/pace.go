@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -15,10 +16,10 @@ import (
 // object: within it, every further change joins one write.
 const DefaultStatusInterval = time.Second
 
-// staleRetry is the safety-net requeue for a reconcile that read a copy
-// older than its own last write; the watch event of that write normally
-// wakes the object first.
-const staleRetry = 2 * time.Second
+// StaleRetry is the safety-net requeue for a reconcile that read a copy
+// older than its controller's own last write; the watch event of that
+// write normally wakes the object first.
+const StaleRetry = 2 * time.Second
 
 // Pacer is one controller's memory of its own writes, object by object. It
 // lets a Helper save two kinds of write: a write computed from a cached copy
@@ -118,6 +119,14 @@ func Pace(p *Pacer, gate Gate) Option {
 		h.pacer = p
 		h.gate = gate
 	}
+}
+
+// Behind tells whether obj, as just read from the cache, predates this
+// controller's own last write to it. A reconcile should then act on nothing
+// (what it would decide from the old copy, it has already done) and wait
+// for the watch event of its write, which is on its way; p may be nil.
+func (p *Pacer) Behind(obj client.Object) bool {
+	return p != nil && p.stale(obj.GetUID(), obj.GetResourceVersion())
 }
 
 // stale tells whether a copy of object uid read at resourceVersion rv

@@ -129,6 +129,9 @@ func TestStaleCopyWritesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	rv := read(t, c).ResourceVersion
+	if !pacer.Behind(stale) || pacer.Behind(read(t, c)) {
+		t.Errorf("Behind: the copy before the write %v (want true), the one after %v (want false)", pacer.Behind(stale), pacer.Behind(read(t, c)))
+	}
 
 	h, _ = patch.NewHelper(stale, env.Client, patch.Pace(pacer, clusterGate))
 	stale.Labels = map[string]string{"from": "stale"}

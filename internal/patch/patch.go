@@ -98,7 +98,7 @@ func (h *Helper) Patch(ctx context.Context, obj client.Object) error {
 	statusChanged := !reflect.DeepEqual(beforeStatus, afterStatus)
 	h.deferred = 0
 	if h.pacer != nil && (mainChanged || statusChanged) && h.pacer.stale(obj.GetUID(), h.readRV) {
-		h.deferred = staleRetry
+		h.deferred = StaleRetry
 		return nil
 	}
 	if h.pacer != nil && statusChanged && !gateChanged(h.gate, beforeStatus, afterStatus) {

@@ -50,9 +50,6 @@ type Reconciler struct {
 	// TokenTTL is the lifetime of generated bootstrap tokens; DefaultTokenTTL when zero.
 	TokenTTL time.Duration
 	pacer    *patch.Pacer
-	// live reads past the cache, where a write would otherwise race one
-	// made a moment ago by another controller.
-	live client.Reader
 }
 
 // statusGate: every change of a KubeadmConfig's status goes out at once
@@ -72,7 +69,6 @@ func (r *Reconciler) tokenTTL() time.Duration {
 // pause decide what a config may do).
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
 	r.pacer = patch.NewPacer(patch.DefaultStatusInterval)
-	r.live = mgr.GetAPIReader()
 	if err := index.ByClusterName(ctx, mgr.GetFieldIndexer(), &bootstrapv1.KubeadmConfig{}); err != nil {
 		return err
 	}
@@ -200,6 +196,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	cfg := &bootstrapv1.KubeadmConfig{}
 	if err := r.Client.Get(ctx, req.NamespacedName, cfg); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.pacer.Behind(cfg) {
+		// The cache has not caught up with our own last write.
+		return ctrl.Result{RequeueAfter: patch.StaleRetry}, nil
 	}
 	machine, err := r.owningMachine(ctx, cfg)
 	if err != nil || machine == nil {

@@ -133,12 +133,7 @@ func (r *Reconciler) reconcileInit(ctx context.Context, s *scope) (time.Duration
 	if d := cfg.Spec.ClusterConfiguration.CACertificateValidityPeriodDays; d > 0 {
 		lifetime = time.Duration(d) * 24 * time.Hour
 	}
-	opts := []certs.Option{certs.WithCALifetime(lifetime)}
-	if r.live != nil {
-		// The control plane provider usually generated them a moment ago.
-		opts = append(opts, certs.ConfirmingWith(r.live))
-	}
-	cc, err := certs.LookupOrGenerate(ctx, r.Client, client.ObjectKeyFromObject(c), clusterOwner(c), opts...)
+	cc, err := certs.LookupOrGenerate(ctx, r.Client, client.ObjectKeyFromObject(c), clusterOwner(c), certs.WithCALifetime(lifetime))
 	if err != nil {
 		s.certs = &certsState{reason: CertificatesInvalidReason, message: err.Error()}
 		return 0, userError{err}

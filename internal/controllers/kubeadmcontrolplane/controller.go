@@ -60,9 +60,6 @@ type Reconciler struct {
 	// to leave the load balancer.
 	leaveRequested sync.Map
 	pacer          *patch.Pacer
-	// live reads past the cache, where a write would otherwise race one
-	// made a moment ago.
-	live client.Reader
 }
 
 // statusGate is what others act on in a control plane's status: the Cluster
@@ -75,7 +72,6 @@ var statusGate = patch.Fields([]string{"initialization"}, clusterv1.PausedCondit
 // they clone, and in each workload cluster the control-plane Pods.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
 	r.pacer = patch.NewPacer(patch.DefaultStatusInterval)
-	r.live = mgr.GetAPIReader()
 	if err := index.ByClusterName(ctx, mgr.GetFieldIndexer(), &clusterv1.Machine{}); err != nil {
 		return err
 	}
@@ -188,6 +184,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err := r.Client.Get(ctx, req.NamespacedName, kcp); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if r.pacer.Behind(kcp) {
+		// The cache has not caught up with our own last write.
+		return ctrl.Result{RequeueAfter: patch.StaleRetry}, nil
+	}
 	helper, err := patch.NewHelper(kcp, r.writer(), patch.SoleStatusWriter(), patch.Pace(r.pacer, statusGate))
 	if err != nil {
 		return ctrl.Result{}, err
@@ -291,13 +291,7 @@ func (r *Reconciler) reconcileCertificates(ctx context.Context, s *scope) (time.
 		return 0, nil
 	}
 	owner := *metav1.NewControllerRef(s.kcp, controlplanev1.GroupVersion.WithKind("KubeadmControlPlane"))
-	var opts []certs.Option
-	if r.live != nil {
-		// What this controller created in its last reconcile may not be
-		// in the cache yet.
-		opts = append(opts, certs.ConfirmingWith(r.live))
-	}
-	s.certs, s.certsErr = certs.LookupOrGenerate(ctx, r.writer(), client.ObjectKeyFromObject(s.cluster), owner, opts...)
+	s.certs, s.certsErr = certs.LookupOrGenerate(ctx, r.writer(), client.ObjectKeyFromObject(s.cluster), owner)
 	if s.certsErr != nil {
 		return 0, s.certsErr
 	}

@@ -166,6 +166,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err := r.Client.Get(ctx, req.NamespacedName, m); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if r.pacer.Behind(m) {
+		// The cache has not caught up with our own last write.
+		return ctrl.Result{RequeueAfter: patch.StaleRetry}, nil
+	}
 	helper, err := patch.NewHelper(m, r.Client, patch.OwnedConditions(statusManager, ownedConditions(m)...), patch.Pace(r.pacer, statusGate))
 	if err != nil {
 		return ctrl.Result{}, err

@@ -197,6 +197,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err := r.Client.Get(ctx, req.NamespacedName, md); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if r.pacer.Behind(md) {
+		// The cache has not caught up with our own last write.
+		return ctrl.Result{RequeueAfter: patch.StaleRetry}, nil
+	}
 	helper, err := patch.NewHelper(md, r.Client, patch.SoleStatusWriter(), patch.Pace(r.pacer, statusGate))
 	if err != nil {
 		return ctrl.Result{}, err
