@@ -71,12 +71,16 @@ type Result struct {
 	WritesPerMachine           float64            `json:"writesPerMachine"`
 	ControllerWritesPerMachine float64            `json:"controllerWritesPerMachine"`
 	WritesByVerbResource       map[string]float64 `json:"writesByVerbResource"`
-	Conflicts                  float64            `json:"conflicts"`
-	ConflictPercent            float64            `json:"conflictPercentOfWrites"`
-	ConflictsByVerbResource    map[string]float64 `json:"conflictsByVerbResource,omitempty"`
-	ManagerCPUSeconds          float64            `json:"managerCPUSeconds"`
-	ManagerPeakRSSMiB          float64            `json:"managerPeakRSSMiB"`
-	ObjectsPerCluster          map[string]float64 `json:"objectsPerCluster"`
+	// ReadsByVerbResource are the other requests (GET, LIST, WATCH): each
+	// costs less than a write, but a GET the cache could have answered is
+	// still a quorum read of etcd.
+	ReadsByVerbResource     map[string]float64 `json:"readsByVerbResource"`
+	Conflicts               float64            `json:"conflicts"`
+	ConflictPercent         float64            `json:"conflictPercentOfWrites"`
+	ConflictsByVerbResource map[string]float64 `json:"conflictsByVerbResource,omitempty"`
+	ManagerCPUSeconds       float64            `json:"managerCPUSeconds"`
+	ManagerPeakRSSMiB       float64            `json:"managerPeakRSSMiB"`
+	ObjectsPerCluster       map[string]float64 `json:"objectsPerCluster"`
 }
 
 // Run starts a plane (unless cfg.Kubeconfig), runs the manager with the
@@ -162,9 +166,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.Conflicts = d.Conflicts
 	res.ConflictsByVerbResource = d.ConflictsByKey
 	res.WritesByVerbResource = map[string]float64{}
+	res.ReadsByVerbResource = map[string]float64{}
 	for k, v := range d.ByVerbResource {
 		if isWrite(k) {
 			res.WritesByVerbResource[k] = v
+		} else {
+			res.ReadsByVerbResource[k] = v
 		}
 	}
 	res.WritesPerMachine = res.Writes / float64(machines)
@@ -466,17 +473,19 @@ func (r *Result) Table(w io.Writer) {
 	fmt.Fprintf(w, "  manager CPU:           %.1fs\n", r.ManagerCPUSeconds)
 	fmt.Fprintf(w, "  manager peak RSS:      %.0f MiB\n", r.ManagerPeakRSSMiB)
 	fmt.Fprintln(w, "  writes per Machine by verb and resource:")
-	keys := make([]string, 0, len(r.WritesByVerbResource))
-	for k := range r.WritesByVerbResource {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return r.WritesByVerbResource[keys[i]] > r.WritesByVerbResource[keys[j]] })
-	for _, k := range keys {
+	for _, k := range byCount(r.WritesByVerbResource) {
 		c := ""
 		if n := r.ConflictsByVerbResource[k]; n > 0 {
 			c = fmt.Sprintf("  (%.0f conflicts)", n)
 		}
 		fmt.Fprintf(w, "    %-48s %6.2f%s\n", k, r.WritesByVerbResource[k]/float64(r.Machines), c)
+	}
+	fmt.Fprintln(w, "  reads per Machine, the most frequent:")
+	for i, k := range byCount(r.ReadsByVerbResource) {
+		if i == 5 {
+			break
+		}
+		fmt.Fprintf(w, "    %-48s %6.2f\n", k, r.ReadsByVerbResource[k]/float64(r.Machines))
 	}
 	fmt.Fprintln(w, "  objects per cluster:")
 	kinds := make([]string, 0, len(r.ObjectsPerCluster))
@@ -487,6 +496,21 @@ func (r *Result) Table(w io.Writer) {
 	for _, k := range kinds {
 		fmt.Fprintf(w, "    %-24s %6.2f\n", k, r.ObjectsPerCluster[k])
 	}
+}
+
+// byCount is m's keys, the largest count first.
+func byCount(m map[string]float64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if m[keys[i]] != m[keys[j]] {
+			return m[keys[i]] > m[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	return keys
 }
 
 // kubernetesVersion is the embedded Kubernetes version, or v1.35.8 in a
