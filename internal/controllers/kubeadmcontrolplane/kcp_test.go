@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +22,8 @@ import (
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/certs"
 	"capstan.dev/capstan/internal/conditions"
+	"capstan.dev/capstan/internal/contract"
+	"capstan.dev/capstan/internal/controllers/kubeadmcontrolplane"
 	"capstan.dev/capstan/internal/manager"
 	"capstan.dev/capstan/test/fixture"
 	"capstan.dev/capstan/test/provider"
@@ -181,6 +184,24 @@ func TestInitJoinGatesAndDeletion(t *testing.T) {
 	if cfg.Spec.JoinConfiguration.ControlPlane != nil || len(cfg.Spec.ClusterConfiguration.APIServer.CertSANs) != 1 {
 		t.Errorf("init KubeadmConfig spec: %+v", cfg.Spec)
 	}
+	// The Machine's objects are created owned by it; once the Machine
+	// controller has read them, it still has not written their owners.
+	fixture.Eventually(t, "the Machine controller read the init Machine's objects", 30*time.Second, func() string {
+		m := &clusterv1.Machine{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(&first), m); err != nil {
+			return err.Error()
+		}
+		return objectsRead(m)
+	})
+	infra := provider.InfraMachine.New(ns, first.Spec.InfrastructureRef.Name, nil)
+	if err := c.Get(ctx, client.ObjectKeyFromObject(infra), infra); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(cfg), cfg); err != nil {
+		t.Fatal(err)
+	}
+	ownedByMachineAtCreation(t, cfg, &first)
+	ownedByMachineAtCreation(t, infra, &first)
 
 	fixture.Consistently(t, "no join before kubeadm init finished", 3*time.Second, func() string {
 		if n := len(controlPlaneMachines(t, ns)); n != 1 {
@@ -285,4 +306,119 @@ func mirrorPod(t *testing.T, component, node, etcdURL string) {
 	if err := planes.Workload.Client.Status().Update(ctx, p); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// objectsRead says what the Machine controller has not read yet of a
+// Machine's bootstrap and infrastructure objects, from the conditions it
+// mirrors; "" once it has read both.
+func objectsRead(m *clusterv1.Machine) string {
+	for _, t := range []string{clusterv1.BootstrapConfigReadyCondition, clusterv1.InfrastructureReadyCondition} {
+		c := conditions.Get(m, t)
+		if c == nil || c.Reason == clusterv1.ObjectDoesNotExistReason || c.Reason == clusterv1.InspectionFailedReason {
+			return fmt.Sprintf("%s %+v", t, c)
+		}
+	}
+	return ""
+}
+
+// ownedByMachineAtCreation checks that obj's only owner is m, exactly as the
+// Machine controller would set it, and that only the control plane's create
+// wrote the reference (a takeover patch would add another writer).
+func ownedByMachineAtCreation(t *testing.T, obj client.Object, m *clusterv1.Machine) {
+	t.Helper()
+	if refs := obj.GetOwnerReferences(); len(refs) != 1 || !reflect.DeepEqual(refs[0], contract.MachineOwner(m)) {
+		t.Errorf("%s owners %+v, want only Machine %s", obj.GetName(), refs, m.Name)
+	}
+	for _, e := range obj.GetManagedFields() {
+		if e.FieldsV1 != nil && strings.Contains(string(e.FieldsV1.Raw), `"f:ownerReferences"`) && e.Manager != kubeadmcontrolplane.FieldManager {
+			t.Errorf("%s owner references written by %s too: %s", obj.GetName(), e.Manager, e.FieldsV1.Raw)
+		}
+	}
+}
+
+// TestMissingObjectsAreCreated plays a manager stopped right after creating
+// the first control-plane Machine: the control plane creates its
+// KubeadmConfig (kubeadm init, as the Machine is the only one of a control
+// plane never initialized) and its infrastructure, both owned by the
+// Machine, and creates no other Machine.
+func TestMissingObjectsAreCreated(t *testing.T) {
+	ns := planes.Mgmt.Namespace(t)
+	ctx := context.Background()
+	c := planes.Mgmt.Client
+	// Nothing listens on the endpoint: the workload cluster cannot tell
+	// whether it was initialized, so only the Machines decide.
+	infra := provider.InfraCluster.New(ns, "c", map[string]any{"controlPlaneEndpoint": map[string]any{"host": "127.0.0.1", "port": int64(1)}})
+	kcp := &controlplanev1.KubeadmControlPlane{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c-cp"},
+		Spec: controlplanev1.KubeadmControlPlaneSpec{
+			Replicas: ptr.To(int32(1)),
+			Version:  "v1.35.0",
+			MachineTemplate: controlplanev1.KubeadmControlPlaneMachineTemplate{Spec: controlplanev1.KubeadmControlPlaneMachineTemplateSpec{
+				InfrastructureRef: provider.InfraMachineTemplate.Ref("cp"),
+			}},
+			KubeadmConfigSpec: bootstrapv1.KubeadmConfigSpec{
+				ClusterConfiguration: bootstrapv1.ClusterConfiguration{APIServer: bootstrapv1.APIServer{CertSANs: []string{"localhost"}}},
+			},
+		},
+	}
+	cluster := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}}
+	cluster.Spec.Paused = ptr.To(true)
+	cluster.Spec.InfrastructureRef = provider.InfraCluster.Ref("c")
+	cluster.Spec.ControlPlaneRef = clusterv1.ContractVersionedObjectReference{APIGroup: controlplanev1.GroupVersion.Group, Kind: "KubeadmControlPlane", Name: "c-cp"}
+	for _, o := range []client.Object{infra, provider.InfraMachineTemplate.New(ns, "cp", map[string]any{"template": map[string]any{"spec": map[string]any{"size": "s"}}}), kcp, cluster} {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatalf("creating %s: %v", o.GetName(), err)
+		}
+	}
+	if err := provider.SetStatus(ctx, c, infra, map[string]any{"initialization": map[string]any{"provisioned": true}}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The Machine as the control plane creates it, without its objects.
+	m := &clusterv1.Machine{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c-cp-crash",
+			Labels:          map[string]string{clusterv1.ClusterNameLabel: "c", clusterv1.MachineControlPlaneLabel: "", clusterv1.MachineControlPlaneNameLabel: "c-cp"},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(kcp, controlplanev1.GroupVersion.WithKind("KubeadmControlPlane"))},
+			Finalizers:      []string{clusterv1.MachineFinalizer}},
+		Spec: clusterv1.MachineSpec{
+			ClusterName:       "c",
+			Version:           "v1.35.0",
+			Bootstrap:         clusterv1.Bootstrap{ConfigRef: clusterv1.ContractVersionedObjectReference{APIGroup: bootstrapv1.GroupVersion.Group, Kind: "KubeadmConfig", Name: "c-cp-crash"}},
+			InfrastructureRef: provider.InfraMachine.Ref("c-cp-crash"),
+		},
+	}
+	if err := c.Create(ctx, m, client.FieldOwner(kubeadmcontrolplane.FieldManager)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Patch(ctx, cluster, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"paused":false}}`))); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := &bootstrapv1.KubeadmConfig{}
+	machineInfra := provider.InfraMachine.New(ns, "c-cp-crash", nil)
+	fixture.Eventually(t, "the Machine's objects", 30*time.Second, func() string {
+		for _, o := range []client.Object{cfg, machineInfra} {
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c-cp-crash"}, o); err != nil {
+				return err.Error()
+			}
+		}
+		return ""
+	})
+	ownedByMachineAtCreation(t, cfg, m)
+	ownedByMachineAtCreation(t, machineInfra, m)
+	if cfg.Spec.JoinConfiguration.ControlPlane != nil || len(cfg.Spec.ClusterConfiguration.APIServer.CertSANs) != 1 {
+		t.Errorf("the KubeadmConfig does not run kubeadm init: %+v", cfg.Spec)
+	}
+	if cfg.Labels[clusterv1.MachineControlPlaneNameLabel] != "c-cp" || cfg.Labels[clusterv1.ClusterNameLabel] != "c" {
+		t.Errorf("KubeadmConfig labels %v", cfg.Labels)
+	}
+	if a := machineInfra.GetAnnotations(); a[clusterv1.TemplateClonedFromNameAnnotation] != "cp" {
+		t.Errorf("TestMachine annotations %v", a)
+	}
+	fixture.Consistently(t, "no second Machine", 2*time.Second, func() string {
+		if ms := controlPlaneMachines(t, ns); len(ms) != 1 {
+			return fmt.Sprintf("%d Machines", len(ms))
+		}
+		return ""
+	})
 }

@@ -13,8 +13,10 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/log"
@@ -147,61 +149,27 @@ func sameJSON(a, b string) bool {
 	return reflect.DeepEqual(x, y)
 }
 
-// createMachine makes one control-plane Machine: its infrastructure cloned
-// from the template, a KubeadmConfig that runs kubeadm init (the first
-// Machine) or joins as a control-plane member, and the Machine. When a step
-// fails, what was already created is deleted again.
-func (r *Reconciler) createMachine(ctx context.Context, s *scope, init bool, failureDomain string) (*clusterv1.Machine, error) {
+// createMachine makes one control-plane Machine, then its KubeadmConfig
+// (kubeadm init for the first Machine, a control-plane join for the others)
+// and its infrastructure cloned from the template, both with the Machine as
+// their controller. The Machine comes first so that the Machine controller
+// finds its objects already owned by it and writes nothing to them.
+//
+// It returns the Machine when it was created, even if one of its objects
+// then failed, and the objects it made. A failed object does not undo the
+// Machine: repairMachines creates what is missing on the next reconcile,
+// exactly as after a crash between the creates, and deleting a
+// control-plane Machine would have to go through the etcd member removal
+// and pre-terminate hooks for nothing.
+func (r *Reconciler) createMachine(ctx context.Context, s *scope, init bool, failureDomain string) (*clusterv1.Machine, []client.Object, error) {
 	kcp := s.kcp
 	if s.infraTmpl == nil {
-		return nil, errors.Join(errors.New("the infrastructure template was not read"), s.templateErr)
+		return nil, nil, errors.Join(errors.New("the infrastructure template was not read"), s.templateErr)
 	}
 	name := kcp.Name + "-" + utilrand.String(5)
-	owner := *metav1.NewControllerRef(kcp, controlplanev1.GroupVersion.WithKind("KubeadmControlPlane"))
-	labels := machineLabels(kcp, s.cluster.Name)
-	var created []client.Object
-	undo := func(cause error) error {
-		errs := []error{cause}
-		for _, obj := range created {
-			if err := r.Client.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
-				errs = append(errs, fmt.Errorf("deleting %s after the failure: %w", obj.GetName(), err))
-			}
-		}
-		return kerrors.NewAggregate(errs)
-	}
-
-	infra, err := contract.CloneTemplate(ctx, r.Resolver, r.writer(), s.infraTmpl, contract.Clone{
-		Namespace: kcp.Namespace, Name: name, ClusterName: s.cluster.Name,
-		Labels: labels, Annotations: kcp.Spec.MachineTemplate.ObjectMeta.Annotations, Owner: owner,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("cloning %s %s: %w", s.infraTmpl.GetKind(), s.infraTmpl.GetName(), err)
-	}
-	created = append(created, infra)
-
-	spec := *kcp.Spec.KubeadmConfigSpec.DeepCopy()
-	if init {
-		spec.JoinConfiguration = bootstrapv1.JoinConfiguration{}
-	} else {
-		spec.InitConfiguration = bootstrapv1.InitConfiguration{}
-		spec.ClusterConfiguration = bootstrapv1.ClusterConfiguration{}
-		if spec.JoinConfiguration.ControlPlane == nil {
-			spec.JoinConfiguration.ControlPlane = &bootstrapv1.JoinControlPlane{}
-		}
-	}
-	cfg := &bootstrapv1.KubeadmConfig{
-		ObjectMeta: metav1.ObjectMeta{Namespace: kcp.Namespace, Name: name, Labels: labels,
-			Annotations: kcp.Spec.MachineTemplate.ObjectMeta.Annotations, OwnerReferences: []metav1.OwnerReference{owner}},
-		Spec: spec,
-	}
-	if err := r.writer().Create(ctx, cfg); err != nil {
-		return nil, undo(fmt.Errorf("creating KubeadmConfig %s: %w", name, err))
-	}
-	created = append(created, cfg)
-
 	clusterCfg, err := clusterConfigurationAnnotation(kcp)
 	if err != nil {
-		return nil, undo(err)
+		return nil, nil, err
 	}
 	annotations := maps.Clone(kcp.Spec.MachineTemplate.ObjectMeta.Annotations)
 	if annotations == nil {
@@ -217,13 +185,14 @@ func (r *Reconciler) createMachine(ctx context.Context, s *scope, init bool, fai
 	}
 	tmpl := kcp.Spec.MachineTemplate.Spec
 	m := &clusterv1.Machine{
-		ObjectMeta: metav1.ObjectMeta{Namespace: kcp.Namespace, Name: name, Labels: labels, Annotations: annotations,
-			OwnerReferences: []metav1.OwnerReference{owner}, Finalizers: []string{clusterv1.MachineFinalizer}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: kcp.Namespace, Name: name, Labels: machineLabels(kcp, s.cluster.Name), Annotations: annotations,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(kcp, controlplanev1.GroupVersion.WithKind("KubeadmControlPlane"))},
+			Finalizers:      []string{clusterv1.MachineFinalizer}},
 		Spec: clusterv1.MachineSpec{
 			ClusterName:       s.cluster.Name,
 			Version:           kcp.Spec.Version,
-			Bootstrap:         clusterv1.Bootstrap{ConfigRef: clusterv1.ContractVersionedObjectReference{APIGroup: bootstrapv1.GroupVersion.Group, Kind: "KubeadmConfig", Name: name}},
-			InfrastructureRef: contract.ReferenceTo(infra),
+			Bootstrap:         clusterv1.Bootstrap{ConfigRef: configRef(name)},
+			InfrastructureRef: contract.ClonedReference(s.infraTmpl, name),
 			FailureDomain:     failureDomain,
 			ReadinessGates:    tmpl.ReadinessGates,
 			Deletion: clusterv1.MachineDeletionSpec{
@@ -234,13 +203,183 @@ func (r *Reconciler) createMachine(ctx context.Context, s *scope, init bool, fai
 		},
 	}
 	if err := r.writer().Create(ctx, m); err != nil {
-		return nil, undo(fmt.Errorf("creating Machine %s: %w", name, err))
+		return nil, nil, fmt.Errorf("creating Machine %s: %w", name, err)
 	}
 	if remediating {
 		delete(kcp.Annotations, controlplanev1.RemediationInProgressAnnotation)
 	}
 	ctrl.FromContext(ctx).Info("Created control-plane Machine", "Machine", name, "init", init, "failureDomain", failureDomain)
-	return m, nil
+
+	// The objects are created only once the cache shows the Machine: the
+	// controllers that act on a new object (the KubeadmConfig controller,
+	// the infrastructure provider) look up its owning Machine in the same
+	// cache when the object appears, and may not look again.
+	if err := r.waitForCache(ctx, m); err != nil {
+		return m, nil, err
+	}
+	var made []client.Object
+	cfg, err := r.createConfig(ctx, s, m, init)
+	if err != nil {
+		return m, made, err
+	}
+	made = append(made, cfg)
+	infra, err := r.createInfra(ctx, s, m)
+	if err != nil {
+		return m, made, err
+	}
+	return m, append(made, infra), nil
+}
+
+// configRef is the reference of a control-plane Machine to its
+// KubeadmConfig, which has the Machine's name.
+func configRef(name string) clusterv1.ContractVersionedObjectReference {
+	return clusterv1.ContractVersionedObjectReference{APIGroup: bootstrapv1.GroupVersion.Group, Kind: "KubeadmConfig", Name: name}
+}
+
+// createConfig creates the KubeadmConfig of Machine m: the control plane's
+// KubeadmConfigSpec reduced to kubeadm init or to a control-plane join. One
+// that already exists counts as created (an earlier attempt made it).
+func (r *Reconciler) createConfig(ctx context.Context, s *scope, m *clusterv1.Machine, init bool) (client.Object, error) {
+	kcp := s.kcp
+	spec := *kcp.Spec.KubeadmConfigSpec.DeepCopy()
+	if init {
+		spec.JoinConfiguration = bootstrapv1.JoinConfiguration{}
+	} else {
+		spec.InitConfiguration = bootstrapv1.InitConfiguration{}
+		spec.ClusterConfiguration = bootstrapv1.ClusterConfiguration{}
+		if spec.JoinConfiguration.ControlPlane == nil {
+			spec.JoinConfiguration.ControlPlane = &bootstrapv1.JoinControlPlane{}
+		}
+	}
+	cfg := &bootstrapv1.KubeadmConfig{
+		ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name, Labels: machineLabels(kcp, s.cluster.Name),
+			Annotations: kcp.Spec.MachineTemplate.ObjectMeta.Annotations, OwnerReferences: []metav1.OwnerReference{contract.MachineOwner(m)}},
+		Spec: spec,
+	}
+	if err := r.writer().Create(ctx, cfg); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("creating KubeadmConfig %s for Machine %s: %w", m.Name, m.Name, err)
+	}
+	return cfg, nil
+}
+
+// createInfra clones the infrastructure template for Machine m. One that
+// already exists counts as created (an earlier attempt made it).
+func (r *Reconciler) createInfra(ctx context.Context, s *scope, m *clusterv1.Machine) (client.Object, error) {
+	kcp := s.kcp
+	ref := contract.ClonedReference(s.infraTmpl, m.Name)
+	infra, err := contract.CloneTemplate(ctx, r.Resolver, r.writer(), s.infraTmpl, contract.Clone{
+		Namespace: m.Namespace, Name: m.Name, ClusterName: s.cluster.Name,
+		Labels: machineLabels(kcp, s.cluster.Name), Annotations: kcp.Spec.MachineTemplate.ObjectMeta.Annotations, Owner: contract.MachineOwner(m),
+	})
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		gvk, err := r.Resolver.GroupVersionKind(ctx, ref)
+		if err != nil {
+			return nil, err
+		}
+		infra = &unstructured.Unstructured{}
+		infra.SetGroupVersionKind(gvk)
+		infra.SetNamespace(m.Namespace)
+		infra.SetName(m.Name)
+	case err != nil:
+		return nil, fmt.Errorf("creating %s %s for Machine %s from %s %s: %w", ref.Kind, ref.Name, m.Name, s.infraTmpl.GetKind(), s.infraTmpl.GetName(), err)
+	}
+	return infra, nil
+}
+
+// repairMachines creates the KubeadmConfig and infrastructure object of
+// the control plane's Machines that were never created: a manager stopped
+// between creating a Machine and its objects, or a create failed.
+//
+// Only a Machine this controller created (its field manager wrote the
+// reference) that is not being deleted and whose infrastructure was never
+// provisioned gets its objects; a missing object of a provisioned Machine
+// was deleted on purpose or went with a failure, which remediation handles.
+// The KubeadmConfig runs kubeadm init only for a Machine that is the control
+// plane's only one while the control plane was never initialized, which is
+// the one case the planner creates an init Machine in; every other Machine
+// joins.
+func (r *Reconciler) repairMachines(ctx context.Context, s *scope) error {
+	var errs []error
+	var made []client.Object
+	for _, ms := range s.machines {
+		m := ms.machine
+		if !m.DeletionTimestamp.IsZero() || ptrTrue(m.Status.Initialization.InfrastructureProvisioned) {
+			continue
+		}
+		needConfig := ms.config == nil && m.Spec.Bootstrap.ConfigRef == configRef(m.Name) && ptr.Deref(m.Spec.Bootstrap.DataSecretName, "") == "" &&
+			contract.SetByManager(m, FieldManager, "spec", "bootstrap", "configRef")
+		needInfra := ms.infra == nil && s.infraTmpl != nil && m.Spec.InfrastructureRef == contract.ClonedReference(s.infraTmpl, m.Name) &&
+			contract.SetByManager(m, FieldManager, "spec", "infrastructureRef")
+		if !needConfig && !needInfra {
+			continue
+		}
+		objs, err := r.repairMachine(ctx, s, m, needConfig, needInfra)
+		made = append(made, objs...)
+		if err != nil {
+			errs = append(errs, err)
+			r.event(s.kcp, m, "Warning", "FailedCreate", "Create", "Failed to create the missing objects of Machine %s: %v", m.Name, err)
+		}
+	}
+	return kerrors.NewAggregate(append(errs, r.waitForCache(ctx, made...)))
+}
+
+// repairMachine creates what one Machine misses, after reading the Machine
+// again: the Machine controller deletes a Machine's objects only once the
+// shared cache shows the Machine deleting, so a fresh read tells a deletion
+// in progress from objects never created.
+func (r *Reconciler) repairMachine(ctx context.Context, s *scope, m *clusterv1.Machine, needConfig, needInfra bool) ([]client.Object, error) {
+	fresh := &clusterv1.Machine{}
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(m), fresh); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	if fresh.UID != m.UID || !fresh.DeletionTimestamp.IsZero() || ptrTrue(fresh.Status.Initialization.InfrastructureProvisioned) {
+		return nil, nil
+	}
+	log := ctrl.FromContext(ctx)
+	var made []client.Object
+	if needConfig {
+		init := len(s.machines) == 1 && !s.initialized && !ptrTrue(s.kcp.Status.Initialization.ControlPlaneInitialized)
+		cfg, err := r.createConfig(ctx, s, m, init)
+		if err != nil {
+			return made, err
+		}
+		log.Info("Created the missing KubeadmConfig of a Machine", "Machine", m.Name, "init", init)
+		made = append(made, cfg)
+	}
+	if needInfra {
+		infra, err := r.createInfra(ctx, s, m)
+		if err != nil {
+			return made, err
+		}
+		log.Info("Created the missing infrastructure of a Machine", "Machine", m.Name, "kind", infra.GetObjectKind().GroupVersionKind().Kind)
+		made = append(made, infra)
+	}
+	return made, nil
+}
+
+// cacheWait bounds how long a reconcile waits for the cache to show what it
+// created.
+const cacheWait = 10 * time.Second
+
+// waitForCache waits until the cache shows each object, so that the next
+// reconcile neither creates a Machine twice nor takes a Machine's new
+// objects for missing.
+func (r *Reconciler) waitForCache(ctx context.Context, objs ...client.Object) error {
+	for _, obj := range objs {
+		key := client.ObjectKeyFromObject(obj)
+		err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, cacheWait, true, func(ctx context.Context) (bool, error) {
+			got, ok := obj.DeepCopyObject().(client.Object)
+			if !ok {
+				return false, fmt.Errorf("%T is not an object", obj)
+			}
+			return r.Client.Get(ctx, key, got) == nil, nil
+		})
+		if err != nil {
+			return fmt.Errorf("waiting for the cache to show %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, key.Name, err)
+		}
+	}
+	return nil
 }
 
 // planState turns what was read into the planner's input.
@@ -289,9 +428,26 @@ func maxSurge(kcp *controlplanev1.KubeadmControlPlane) int {
 	return v.IntValue()
 }
 
-// reconcileScale asks the planner for the next step and takes it.
+// reconcileScale completes Machines that miss their objects, then asks the
+// planner for the next step and takes it.
 func (r *Reconciler) reconcileScale(ctx context.Context, s *scope) (time.Duration, error) {
-	if s.certs == nil || !s.machinesRead {
+	if !s.machinesRead {
+		return 0, nil
+	}
+	// Machines that miss their objects get them before anything else is
+	// decided; a failure is reported and retried, and does not stop the
+	// planner.
+	repairErr := r.repairMachines(ctx, s)
+	if repairErr != nil && s.actionErr == nil {
+		s.actionErr = repairErr
+	}
+	after, err := r.scale(ctx, s)
+	return after, kerrors.NewAggregate([]error{repairErr, err})
+}
+
+// scale asks the planner for the next step and takes it.
+func (r *Reconciler) scale(ctx context.Context, s *scope) (time.Duration, error) {
+	if s.certs == nil {
 		return 0, nil
 	}
 	s.action = plan.DecideControlPlane(planState(s))
@@ -302,14 +458,24 @@ func (r *Reconciler) reconcileScale(ctx context.Context, s *scope) (time.Duratio
 			s.actionErr = s.templateErr
 			return 0, nil
 		}
-		m, err := r.createMachine(ctx, s, s.action.Kind == plan.ControlPlaneInit, s.action.FailureDomain)
+		m, made, err := r.createMachine(ctx, s, s.action.Kind == plan.ControlPlaneInit, s.action.FailureDomain)
+		if m != nil {
+			r.event(s.kcp, m, "Normal", "SuccessfulCreate", "Create", "Created Machine %s: %s", m.Name, s.action.Reason)
+			s.machines = append(s.machines, &machineState{machine: m})
+		}
 		if err != nil {
 			s.actionErr = err
-			r.event(s.kcp, nil, "Warning", "FailedCreate", "Create", "Failed to create a control-plane Machine: %v", err)
+			var related client.Object
+			if m != nil {
+				related = m
+			}
+			r.event(s.kcp, related, "Warning", "FailedCreate", "Create", "Failed to create a control-plane Machine: %v", err)
+		}
+		// The next reconcile must see the Machine and its objects, or it
+		// would create another Machine or take the objects for missing.
+		if err := kerrors.NewAggregate([]error{err, r.waitForCache(ctx, made...)}); err != nil {
 			return 0, err
 		}
-		r.event(s.kcp, m, "Normal", "SuccessfulCreate", "Create", "Created Machine %s: %s", m.Name, s.action.Reason)
-		s.machines = append(s.machines, &machineState{machine: m})
 		return unsettledRetry, nil
 	case plan.ControlPlaneScaleDown:
 		for _, m := range s.machines {

@@ -93,11 +93,12 @@ func takeControl(obj *unstructured.Unstructured, m *clusterv1.Machine) {
 	obj.SetOwnerReferences(refs)
 }
 
+// controllerRef is the reference the creators of Machines (MachineSets,
+// KubeadmControlPlanes) put on the objects they create for a Machine: when
+// the two are the same, takeControl changes nothing and no patch goes out.
 func controllerRef(m *clusterv1.Machine) *metav1.OwnerReference {
-	return &metav1.OwnerReference{
-		APIVersion: clusterv1.GroupVersion.String(), Kind: clusterv1.MachineKind,
-		Name: m.Name, UID: m.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
-	}
+	ref := contract.MachineOwner(m)
+	return &ref
 }
 
 func (r *Reconciler) reconcileBootstrap(ctx context.Context, s *scope) (time.Duration, error) {

@@ -227,6 +227,7 @@ type scope struct {
 	templateErrs                     []error // why a template could not be read
 
 	scaleUpErr error  // why creating Machines failed
+	repairErr  error  // why creating a Machine's missing objects failed
 	notCreated string // why no Machine is created although some are missing
 	deleting   string // what deletion waits for
 }
@@ -281,6 +282,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		r.reconcileTemplates,
 		r.syncMachines,
 		r.reconcileLeftoverClones,
+		r.repairClones,
 		r.remediate,
 		r.scale,
 	)

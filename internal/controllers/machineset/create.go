@@ -144,7 +144,28 @@ func (r *Reconciler) scaleUp(ctx context.Context, s *scope, n int) error {
 		made = append(made, m)
 	}
 	s.machines = append(s.machines, made...)
-	errs := []error{s.scaleUpErr}
+	// The Machines' objects are created only once the cache shows the
+	// Machines: the controllers that act on a new object (the bootstrap and
+	// infrastructure providers) look up its owning Machine in the same cache
+	// when the object appears, and may not look again.
+	errs := []error{r.waitForCache(ctx, made, created)}
+	var clones []*unstructured.Unstructured
+	if errs[0] == nil {
+		for _, m := range made {
+			objs, err := r.createClones(ctx, s, m)
+			clones = append(clones, objs...)
+			if err != nil {
+				// The Machine stays: repairClones creates what it misses
+				// on the next reconcile, as after a crash between the
+				// creates. Deleting it instead would be a second way to
+				// recover, and one that is not restart-safe either.
+				s.scaleUpErr = err
+				r.event(s.ms, m, "Warning", "FailedCreate", "Create", "Failed to create the objects of Machine %s: %v", m.Name, err)
+				break
+			}
+		}
+	}
+	errs = append(errs, s.scaleUpErr)
 	// New Machines learn at once whether they are up to date (a status
 	// can only be written once the object exists).
 	for _, m := range made {
@@ -152,12 +173,14 @@ func (r *Reconciler) scaleUp(ctx context.Context, s *scope, n int) error {
 			errs = append(errs, err)
 		}
 	}
-	return kerrors.NewAggregate(append(errs, r.waitForCache(ctx, made, created)))
+	// The next reconcile must see the clones too, or it would take a
+	// Machine's objects for missing and try to create them again.
+	return kerrors.NewAggregate(append(errs, r.waitForClones(ctx, clones)))
 }
 
-// newMachine is the Machine the set creates under name, before the
-// references to its cloned objects are filled in. It carries the Machine
-// finalizer from the start, which saves the Machine controller a write.
+// newMachine is the Machine the set creates under name. It carries the
+// Machine finalizer from the start, which saves the Machine controller a
+// write.
 func newMachine(ms *clusterv1.MachineSet, name string) *clusterv1.Machine {
 	m := &clusterv1.Machine{
 		ObjectMeta: metav1.ObjectMeta{
@@ -176,58 +199,73 @@ func newMachine(ms *clusterv1.MachineSet, name string) *clusterv1.Machine {
 	return m
 }
 
-// createMachine clones the set's bootstrap and infrastructure templates
-// under a new Machine's name and creates the Machine. When any step fails,
-// what was already cloned is deleted again.
+// createMachine creates a new Machine whose references name the clones of
+// the set's templates under its name; createClones makes them once the
+// Machine exists. The Machine comes first so that its objects can be
+// created with the Machine as their controller: the Machine controller then
+// has nothing to take over, which saves a write per object.
 func (r *Reconciler) createMachine(ctx context.Context, s *scope) (*clusterv1.Machine, error) {
 	ms := s.ms
 	name, err := machineName(ms.Spec.MachineNaming.Template, ms.Spec.ClusterName, ms.Name, randomString)
 	if err != nil {
 		return nil, err
 	}
+	if s.infraTemplate == nil || (ms.Spec.Template.Spec.Bootstrap.ConfigRef.IsDefined() && s.bootstrapTemplate == nil) {
+		return nil, errors.New("the templates were not read")
+	}
 	m := newMachine(ms, name)
-	var clones []*unstructured.Unstructured
-	undo := func(cause error) error {
-		errs := []error{cause}
-		for _, obj := range clones {
-			err := r.Client.Delete(ctx, obj, client.Preconditions{UID: ptr.To(obj.GetUID())})
-			if err != nil && !apierrors.IsNotFound(err) {
-				errs = append(errs, fmt.Errorf("deleting %s %s after the failure: %w", obj.GetKind(), obj.GetName(), err))
-			}
-		}
-		return kerrors.NewAggregate(errs)
+	if ms.Spec.Template.Spec.Bootstrap.ConfigRef.IsDefined() {
+		m.Spec.Bootstrap.ConfigRef = contract.ClonedReference(s.bootstrapTemplate, name)
 	}
-	if ref := ms.Spec.Template.Spec.Bootstrap.ConfigRef; ref.IsDefined() {
-		obj, err := r.clone(ctx, s.bootstrapTemplate, m)
-		if err != nil {
-			return nil, fmt.Errorf("cloning %s %s: %w", ref.Kind, ref.Name, err)
-		}
-		clones = append(clones, obj)
-		m.Spec.Bootstrap.ConfigRef = contract.ReferenceTo(obj)
-	}
-	ref := ms.Spec.Template.Spec.InfrastructureRef
-	obj, err := r.clone(ctx, s.infraTemplate, m)
-	if err != nil {
-		return nil, undo(fmt.Errorf("cloning %s %s: %w", ref.Kind, ref.Name, err))
-	}
-	clones = append(clones, obj)
-	m.Spec.InfrastructureRef = contract.ReferenceTo(obj)
-
+	m.Spec.InfrastructureRef = contract.ClonedReference(s.infraTemplate, name)
 	if err := r.writer().Create(ctx, m); err != nil {
-		return nil, undo(fmt.Errorf("creating Machine %s: %w", name, err))
+		return nil, fmt.Errorf("creating Machine %s: %w", name, err)
 	}
 	return m, nil
 }
 
-// clone creates, under the Machine's name, the object the template
-// describes, with the Machine's labels and annotations. The set is its
-// controller until the Machine controller takes it over.
-func (r *Reconciler) clone(ctx context.Context, tmpl *unstructured.Unstructured, m *clusterv1.Machine) (*unstructured.Unstructured, error) {
-	if tmpl == nil {
-		return nil, errors.New("the template was not read")
+// createClones creates a new Machine's bootstrap and infrastructure objects
+// from the set's templates, and returns those it made.
+func (r *Reconciler) createClones(ctx context.Context, s *scope, m *clusterv1.Machine) ([]*unstructured.Unstructured, error) {
+	var clones []*unstructured.Unstructured
+	if m.Spec.Bootstrap.ConfigRef.IsDefined() {
+		obj, err := r.clone(ctx, s.bootstrapTemplate, m)
+		if err != nil {
+			return clones, err
+		}
+		clones = append(clones, obj)
 	}
-	return contract.CloneTemplate(ctx, r.Resolver, r.writer(), tmpl, contract.Clone{
+	obj, err := r.clone(ctx, s.infraTemplate, m)
+	if err != nil {
+		return clones, err
+	}
+	return append(clones, obj), nil
+}
+
+// clone creates, under the Machine's name, the object the template
+// describes, with the Machine's labels and annotations and the Machine as
+// its controller. An object of that name that already exists counts as
+// created: it is one an earlier attempt made, and the Machine controller
+// takes over whatever its reference names in any case.
+func (r *Reconciler) clone(ctx context.Context, tmpl *unstructured.Unstructured, m *clusterv1.Machine) (*unstructured.Unstructured, error) {
+	ref := contract.ClonedReference(tmpl, m.Name)
+	obj, err := contract.CloneTemplate(ctx, r.Resolver, r.writer(), tmpl, contract.Clone{
 		Namespace: m.Namespace, Name: m.Name, ClusterName: m.Spec.ClusterName,
-		Labels: m.Labels, Annotations: m.Annotations, Owner: m.OwnerReferences[0],
+		Labels: m.Labels, Annotations: m.Annotations, Owner: contract.MachineOwner(m),
 	})
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		gvk, err := r.Resolver.GroupVersionKind(ctx, ref)
+		if err != nil {
+			return nil, err
+		}
+		obj = &unstructured.Unstructured{}
+		obj.SetGroupVersionKind(gvk)
+		obj.SetNamespace(m.Namespace)
+		obj.SetName(m.Name)
+		return obj, nil
+	case err != nil:
+		return nil, fmt.Errorf("creating %s %s for Machine %s from %s %s: %w", ref.Kind, ref.Name, m.Name, tmpl.GetKind(), tmpl.GetName(), err)
+	}
+	return obj, nil
 }

@@ -232,9 +232,12 @@ func deleted(want, got *clusterv1.Machine, err error) bool {
 const leftoverGrace = 5 * time.Second
 
 // reconcileLeftoverClones deletes infrastructure and bootstrap objects the
-// set cloned for a Machine that does not exist: a manager stopped between
-// cloning and creating the Machine, or the Machine went before the Machine
-// controller took the objects over.
+// set controls although their Machine does not exist. Capstan now creates
+// the Machine first and its objects owned by it (the garbage collector takes
+// those with the Machine), but earlier versions cloned first, with the set
+// as controller until the Machine controller took over: a manager stopped
+// between cloning and creating the Machine, or a Machine gone before the
+// takeover, left such objects behind.
 func (r *Reconciler) reconcileLeftoverClones(ctx context.Context, s *scope) (time.Duration, error) {
 	if !s.machinesRead {
 		return 0, nil

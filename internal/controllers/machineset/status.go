@@ -84,6 +84,9 @@ func scalingUp(s *scope) metav1.Condition {
 	if s.scaleUpErr != nil {
 		blocked = append(blocked, s.scaleUpErr.Error())
 	}
+	if s.repairErr != nil {
+		blocked = append(blocked, s.repairErr.Error())
+	}
 	if have >= want {
 		c := metav1.Condition{Type: clusterv1.ScalingUpCondition, Status: metav1.ConditionFalse, Reason: clusterv1.NotScalingUpReason}
 		if len(blocked) > 0 && s.ms.DeletionTimestamp.IsZero() {
