@@ -64,8 +64,9 @@ func (r *Reconciler) tokenTTL() time.Duration {
 }
 
 // SetupWithManager registers the controller with watches on Machines (a
-// Node showing up ends token refreshes; a control-plane Machine going away
-// frees the init lock) and on Clusters (infrastructure, initialization and
+// Machine appearing after its config, as its creator makes them, lets the
+// config find its owner; a Node showing up ends token refreshes; a
+// control-plane Machine going away frees the init lock) and on Clusters (infrastructure, initialization and
 // pause decide what a config may do).
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
 	r.pacer = patch.NewPacer(patch.DefaultStatusInterval)
@@ -76,7 +77,6 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		For(&bootstrapv1.KubeadmConfig{}).
 		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineToConfigs),
 			builder.WithPredicates(predicate.Funcs{
-				CreateFunc:  func(event.CreateEvent) bool { return false },
 				GenericFunc: func(event.GenericEvent) bool { return false },
 				UpdateFunc:  machineChangeMatters,
 			})).
@@ -203,7 +203,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 	machine, err := r.owningMachine(ctx, cfg)
 	if err != nil || machine == nil {
-		// No owner yet: the Machine controller sets it, which wakes us.
+		// No owner yet, or it is not in the cache yet: the owner reference
+		// being set, or the Machine's creation, wakes us.
 		return ctrl.Result{}, err
 	}
 	cluster := &clusterv1.Cluster{}

@@ -238,6 +238,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	if err := r.Client.Get(ctx, req.NamespacedName, ms); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if r.pacer.Behind(ms) {
+		// The cache has not caught up with our own last write.
+		return ctrl.Result{RequeueAfter: patch.StaleRetry}, nil
+	}
 	helper, err := patch.NewHelper(ms, r.writer(), patch.SoleStatusWriter(), patch.Pace(r.pacer, statusGate))
 	if err != nil {
 		return ctrl.Result{}, err
