@@ -6,6 +6,7 @@ import (
 	"maps"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -32,6 +33,11 @@ type Clone struct {
 // contract label names: its spec is the template's spec.template.spec, its
 // labels and annotations are the template's spec.template.metadata ones plus
 // the clone's, the cluster name label, and which template it came from.
+//
+// An object of that name that already exists counts as created: an earlier
+// attempt of the same creator made it (a manager stopped before recording
+// it). What comes back then names it and holds what this call would have
+// written, not what the existing object holds.
 func CloneTemplate(ctx context.Context, r *Resolver, c client.Client, tmpl *unstructured.Unstructured, clone Clone) (*unstructured.Unstructured, error) {
 	gk := schema.GroupKind{Group: tmpl.GroupVersionKind().Group, Kind: strings.TrimSuffix(tmpl.GetKind(), TemplateSuffix)}
 	gvk, err := r.GroupVersionKind(ctx, clusterv1.ContractVersionedObjectReference{APIGroup: gk.Group, Kind: gk.Kind, Name: clone.Name})
@@ -68,8 +74,8 @@ func CloneTemplate(ctx context.Context, r *Resolver, c client.Client, tmpl *unst
 	obj.SetAnnotations(annotations)
 
 	obj.SetOwnerReferences([]metav1.OwnerReference{clone.Owner})
-	if err := c.Create(ctx, obj); err != nil {
-		return nil, err
+	if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("creating %s %s from %s %s: %w", gvk.Kind, clone.Name, tmpl.GetKind(), tmpl.GetName(), err)
 	}
 	return obj, nil
 }

@@ -38,14 +38,7 @@ func MachineOwner(m *clusterv1.Machine) metav1.OwnerReference {
 // creates a Machine and then its objects uses it to tell its own Machines
 // from ones a user made (whose objects are the user's to create).
 func SetByManager(obj metav1.Object, manager string, path ...string) bool {
-	for _, entry := range obj.GetManagedFields() {
-		if entry.Manager != manager || entry.Operation != metav1.ManagedFieldsOperationUpdate || entry.Subresource != "" || entry.FieldsV1 == nil {
-			continue
-		}
-		var fields map[string]any
-		if err := json.Unmarshal(entry.FieldsV1.Raw, &fields); err != nil {
-			continue
-		}
+	for _, fields := range FieldsSetBy(obj, manager) {
 		found := true
 		for _, p := range path {
 			next, ok := fields["f:"+p].(map[string]any)
@@ -60,4 +53,21 @@ func SetByManager(obj metav1.Object, manager string, path ...string) bool {
 		}
 	}
 	return false
+}
+
+// FieldsSetBy is, for each managed-fields entry of manager's creates,
+// updates and patches of obj itself (not of a subresource, not applies), the
+// decoded field set ({"f:metadata": {"f:labels": {"f:a": {}}}, ...}).
+func FieldsSetBy(obj metav1.Object, manager string) []map[string]any {
+	var sets []map[string]any
+	for _, entry := range obj.GetManagedFields() {
+		if entry.Manager != manager || entry.Operation != metav1.ManagedFieldsOperationUpdate || entry.Subresource != "" || entry.FieldsV1 == nil {
+			continue
+		}
+		var fields map[string]any
+		if err := json.Unmarshal(entry.FieldsV1.Raw, &fields); err == nil {
+			sets = append(sets, fields)
+		}
+	}
+	return sets
 }

@@ -13,7 +13,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -262,27 +261,17 @@ func (r *Reconciler) createConfig(ctx context.Context, s *scope, m *clusterv1.Ma
 	return cfg, nil
 }
 
-// createInfra clones the infrastructure template for Machine m. One that
-// already exists counts as created (an earlier attempt made it).
+// createInfra clones the infrastructure template for Machine m (one that
+// already exists counts as created: an earlier attempt made it).
 func (r *Reconciler) createInfra(ctx context.Context, s *scope, m *clusterv1.Machine) (client.Object, error) {
 	kcp := s.kcp
-	ref := contract.ClonedReference(s.infraTmpl, m.Name)
 	infra, err := contract.CloneTemplate(ctx, r.Resolver, r.writer(), s.infraTmpl, contract.Clone{
 		Namespace: m.Namespace, Name: m.Name, ClusterName: s.cluster.Name,
 		Labels: machineLabels(kcp, s.cluster.Name), Annotations: kcp.Spec.MachineTemplate.ObjectMeta.Annotations, Owner: contract.MachineOwner(m),
 	})
-	switch {
-	case apierrors.IsAlreadyExists(err):
-		gvk, err := r.Resolver.GroupVersionKind(ctx, ref)
-		if err != nil {
-			return nil, err
-		}
-		infra = &unstructured.Unstructured{}
-		infra.SetGroupVersionKind(gvk)
-		infra.SetNamespace(m.Namespace)
-		infra.SetName(m.Name)
-	case err != nil:
-		return nil, fmt.Errorf("creating %s %s for Machine %s from %s %s: %w", ref.Kind, ref.Name, m.Name, s.infraTmpl.GetKind(), s.infraTmpl.GetName(), err)
+	if err != nil {
+		// A nil *Unstructured would make a non-nil client.Object.
+		return nil, err
 	}
 	return infra, nil
 }

@@ -248,24 +248,9 @@ func (r *Reconciler) createClones(ctx context.Context, s *scope, m *clusterv1.Ma
 // created: it is one an earlier attempt made, and the Machine controller
 // takes over whatever its reference names in any case.
 func (r *Reconciler) clone(ctx context.Context, tmpl *unstructured.Unstructured, m *clusterv1.Machine) (*unstructured.Unstructured, error) {
-	ref := contract.ClonedReference(tmpl, m.Name)
 	obj, err := contract.CloneTemplate(ctx, r.Resolver, r.writer(), tmpl, contract.Clone{
 		Namespace: m.Namespace, Name: m.Name, ClusterName: m.Spec.ClusterName,
 		Labels: m.Labels, Annotations: m.Annotations, Owner: contract.MachineOwner(m),
 	})
-	switch {
-	case apierrors.IsAlreadyExists(err):
-		gvk, err := r.Resolver.GroupVersionKind(ctx, ref)
-		if err != nil {
-			return nil, err
-		}
-		obj = &unstructured.Unstructured{}
-		obj.SetGroupVersionKind(gvk)
-		obj.SetNamespace(m.Namespace)
-		obj.SetName(m.Name)
-		return obj, nil
-	case err != nil:
-		return nil, fmt.Errorf("creating %s %s for Machine %s from %s %s: %w", ref.Kind, ref.Name, m.Name, tmpl.GetKind(), tmpl.GetName(), err)
-	}
-	return obj, nil
+	return obj, err
 }

@@ -3,7 +3,6 @@ package machineset
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"strings"
@@ -12,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"capstan.dev/capstan/internal/contract"
 )
 
 // Machine names follow the Kubernetes convention for generated names: at
@@ -85,14 +86,7 @@ func labelValue(name string) string {
 // the template drops them; keys others set are left alone.
 func ownedKeys(obj metav1.Object, manager, field string) map[string]bool {
 	owned := map[string]bool{}
-	for _, entry := range obj.GetManagedFields() {
-		if entry.Manager != manager || entry.Operation != metav1.ManagedFieldsOperationUpdate || entry.Subresource != "" || entry.FieldsV1 == nil {
-			continue
-		}
-		var fields map[string]any
-		if err := json.Unmarshal(entry.FieldsV1.Raw, &fields); err != nil {
-			continue
-		}
+	for _, fields := range contract.FieldsSetBy(obj, manager) {
 		md, _ := fields["f:metadata"].(map[string]any)
 		set, _ := md["f:"+field].(map[string]any)
 		for k := range set {
