@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -76,7 +77,25 @@ func createCluster(t *testing.T, ns string, replicas int32) *controlplanev1.Kube
 	}
 	etcdCA := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c-etcd", Labels: map[string]string{clusterv1.ClusterNameLabel: "c"}},
 		Type: certs.ClusterSecretType, Data: map[string][]byte{certs.CertKey: caCert, certs.KeyKey: caKey}}
-	infra := provider.InfraCluster.New(ns, "c", map[string]any{"controlPlaneEndpoint": map[string]any{"host": "127.0.0.1", "port": int64(6443)}})
+	infra, kcp, cluster := controlPlaneObjects(ns, replicas, 6443)
+	for _, o := range []client.Object{kubeconfig, etcdCA, infra,
+		provider.InfraMachineTemplate.New(ns, "cp", map[string]any{"template": map[string]any{"spec": map[string]any{}}}),
+		kcp, cluster} {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatalf("creating %s: %v", o.GetName(), err)
+		}
+	}
+	if err := provider.SetStatus(ctx, c, infra, map[string]any{"initialization": map[string]any{"provisioned": true}}); err != nil {
+		t.Fatal(err)
+	}
+	return kcp
+}
+
+// controlPlaneObjects are the infrastructure cluster (its endpoint on
+// 127.0.0.1:port), the KubeadmControlPlane c-cp and the Cluster c that
+// the tests create.
+func controlPlaneObjects(ns string, replicas int32, port int64) (*unstructured.Unstructured, *controlplanev1.KubeadmControlPlane, *clusterv1.Cluster) {
+	infra := provider.InfraCluster.New(ns, "c", map[string]any{"controlPlaneEndpoint": map[string]any{"host": "127.0.0.1", "port": port}})
 	kcp := &controlplanev1.KubeadmControlPlane{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c-cp"},
 		Spec: controlplanev1.KubeadmControlPlaneSpec{
@@ -93,17 +112,7 @@ func createCluster(t *testing.T, ns string, replicas int32) *controlplanev1.Kube
 	cluster := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}}
 	cluster.Spec.InfrastructureRef = provider.InfraCluster.Ref("c")
 	cluster.Spec.ControlPlaneRef = clusterv1.ContractVersionedObjectReference{APIGroup: controlplanev1.GroupVersion.Group, Kind: "KubeadmControlPlane", Name: "c-cp"}
-	for _, o := range []client.Object{kubeconfig, etcdCA, infra,
-		provider.InfraMachineTemplate.New(ns, "cp", map[string]any{"template": map[string]any{"spec": map[string]any{}}}),
-		kcp, cluster} {
-		if err := c.Create(ctx, o); err != nil {
-			t.Fatalf("creating %s: %v", o.GetName(), err)
-		}
-	}
-	if err := provider.SetStatus(ctx, c, infra, map[string]any{"initialization": map[string]any{"provisioned": true}}); err != nil {
-		t.Fatal(err)
-	}
-	return kcp
+	return infra, kcp, cluster
 }
 
 func controlPlaneMachines(t *testing.T, ns string) []clusterv1.Machine {
@@ -347,24 +356,8 @@ func TestMissingObjectsAreCreated(t *testing.T) {
 	c := planes.Mgmt.Client
 	// Nothing listens on the endpoint: the workload cluster cannot tell
 	// whether it was initialized, so only the Machines decide.
-	infra := provider.InfraCluster.New(ns, "c", map[string]any{"controlPlaneEndpoint": map[string]any{"host": "127.0.0.1", "port": int64(1)}})
-	kcp := &controlplanev1.KubeadmControlPlane{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c-cp"},
-		Spec: controlplanev1.KubeadmControlPlaneSpec{
-			Replicas: ptr.To(int32(1)),
-			Version:  "v1.35.0",
-			MachineTemplate: controlplanev1.KubeadmControlPlaneMachineTemplate{Spec: controlplanev1.KubeadmControlPlaneMachineTemplateSpec{
-				InfrastructureRef: provider.InfraMachineTemplate.Ref("cp"),
-			}},
-			KubeadmConfigSpec: bootstrapv1.KubeadmConfigSpec{
-				ClusterConfiguration: bootstrapv1.ClusterConfiguration{APIServer: bootstrapv1.APIServer{CertSANs: []string{"localhost"}}},
-			},
-		},
-	}
-	cluster := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}}
+	infra, kcp, cluster := controlPlaneObjects(ns, 1, 1)
 	cluster.Spec.Paused = ptr.To(true)
-	cluster.Spec.InfrastructureRef = provider.InfraCluster.Ref("c")
-	cluster.Spec.ControlPlaneRef = clusterv1.ContractVersionedObjectReference{APIGroup: controlplanev1.GroupVersion.Group, Kind: "KubeadmControlPlane", Name: "c-cp"}
 	for _, o := range []client.Object{infra, provider.InfraMachineTemplate.New(ns, "cp", map[string]any{"template": map[string]any{"spec": map[string]any{"size": "s"}}}), kcp, cluster} {
 		if err := c.Create(ctx, o); err != nil {
 			t.Fatalf("creating %s: %v", o.GetName(), err)
