@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/log"
@@ -25,6 +24,7 @@ import (
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/conditions"
 	"capstan.dev/capstan/internal/contract"
+	"capstan.dev/capstan/internal/patch"
 	"capstan.dev/capstan/internal/plan"
 )
 
@@ -347,28 +347,11 @@ func (r *Reconciler) repairMachine(ctx context.Context, s *scope, m *clusterv1.M
 	return made, nil
 }
 
-// cacheWait bounds how long a reconcile waits for the cache to show what it
-// created.
-const cacheWait = 10 * time.Second
-
 // waitForCache waits until the cache shows each object, so that the next
 // reconcile neither creates a Machine twice nor takes a Machine's new
 // objects for missing.
 func (r *Reconciler) waitForCache(ctx context.Context, objs ...client.Object) error {
-	for _, obj := range objs {
-		key := client.ObjectKeyFromObject(obj)
-		err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, cacheWait, true, func(ctx context.Context) (bool, error) {
-			got, ok := obj.DeepCopyObject().(client.Object)
-			if !ok {
-				return false, fmt.Errorf("%T is not an object", obj)
-			}
-			return r.Client.Get(ctx, key, got) == nil, nil
-		})
-		if err != nil {
-			return fmt.Errorf("waiting for the cache to show %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, key.Name, err)
-		}
-	}
-	return nil
+	return patch.WaitForCache(ctx, r.Client, patch.Created, objs...)
 }
 
 // planState turns what was read into the planner's input.

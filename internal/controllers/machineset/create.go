@@ -148,7 +148,7 @@ func (r *Reconciler) scaleUp(ctx context.Context, s *scope, n int) error {
 	// Machines: the controllers that act on a new object (the bootstrap and
 	// infrastructure providers) look up its owning Machine in the same cache
 	// when the object appears, and may not look again.
-	errs := []error{r.waitForCache(ctx, made, created)}
+	errs := []error{patch.WaitForCache(ctx, r.Client, patch.Created, objects(made)...)}
 	var clones []*unstructured.Unstructured
 	if errs[0] == nil {
 		for _, m := range made {
@@ -175,7 +175,7 @@ func (r *Reconciler) scaleUp(ctx context.Context, s *scope, n int) error {
 	}
 	// The next reconcile must see the clones too, or it would take a
 	// Machine's objects for missing and try to create them again.
-	return kerrors.NewAggregate(append(errs, r.waitForClones(ctx, clones)))
+	return kerrors.NewAggregate(append(errs, patch.WaitForCache(ctx, r.clones, patch.Created, objects(clones)...)))
 }
 
 // newMachine is the Machine the set creates under name. It carries the

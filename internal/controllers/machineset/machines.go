@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -199,31 +198,13 @@ func (r *Reconciler) patchMachineStatus(ctx context.Context, m *clusterv1.Machin
 	return nil
 }
 
-// cacheWait bounds how long a reconcile waits for the cache to show its own
-// writes, so that the next reconcile does not act on a stale picture (and,
-// say, create a Machine twice).
-const cacheWait = 10 * time.Second
-
-// waitForCache waits until the cache shows each Machine as seen reports.
-func (r *Reconciler) waitForCache(ctx context.Context, machines []*clusterv1.Machine, seen func(want, got *clusterv1.Machine, err error) bool) error {
-	for _, m := range machines {
-		key := client.ObjectKeyFromObject(m)
-		err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, cacheWait, true, func(ctx context.Context) (bool, error) {
-			got := &clusterv1.Machine{}
-			err := r.Client.Get(ctx, key, got)
-			return seen(m, got, err), nil
-		})
-		if err != nil {
-			return fmt.Errorf("waiting for the cache to show Machine %s: %w", m.Name, err)
-		}
+// objects lists Machines as the objects patch.WaitForCache waits for.
+func objects[T client.Object](list []T) []client.Object {
+	out := make([]client.Object, len(list))
+	for i, o := range list {
+		out[i] = o
 	}
-	return nil
-}
-
-func created(_, _ *clusterv1.Machine, err error) bool { return err == nil }
-
-func deleted(want, got *clusterv1.Machine, err error) bool {
-	return apierrors.IsNotFound(err) || (err == nil && (got.UID != want.UID || !got.DeletionTimestamp.IsZero()))
+	return out
 }
 
 // leftoverGrace is how old a cloned object without a Machine must be before

@@ -2,19 +2,18 @@ package machineset
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/contract"
+	"capstan.dev/capstan/internal/patch"
 )
 
 // repairClones creates the bootstrap and infrastructure objects of the
@@ -71,7 +70,7 @@ func (r *Reconciler) repairClones(ctx context.Context, s *scope) (time.Duration,
 			r.event(s.ms, m, "Warning", "FailedCreate", "Create", "Failed to create the missing objects of Machine %s: %v", m.Name, err)
 		}
 	}
-	return 0, kerrors.NewAggregate(append(errs, r.waitForClones(ctx, repaired)))
+	return 0, kerrors.NewAggregate(append(errs, patch.WaitForCache(ctx, r.clones, patch.Created, objects(repaired)...)))
 }
 
 // cloneMissing tells whether the object ref names is missing from the cache
@@ -122,21 +121,4 @@ func (r *Reconciler) repairMachine(ctx context.Context, s *scope, m *clusterv1.M
 		made = append(made, obj)
 	}
 	return made, nil
-}
-
-// waitForClones waits until the cache shows each object, so that the next
-// reconcile does not take one for missing.
-func (r *Reconciler) waitForClones(ctx context.Context, objs []*unstructured.Unstructured) error {
-	for _, obj := range objs {
-		key := client.ObjectKeyFromObject(obj)
-		err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, cacheWait, true, func(ctx context.Context) (bool, error) {
-			got := &unstructured.Unstructured{}
-			got.SetGroupVersionKind(obj.GroupVersionKind())
-			return r.clones.Get(ctx, key, got) == nil, nil
-		})
-		if err != nil {
-			return fmt.Errorf("waiting for the cache to show %s %s: %w", obj.GetKind(), key.Name, err)
-		}
-	}
-	return nil
 }
