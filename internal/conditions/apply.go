@@ -23,7 +23,8 @@ type Object interface {
 // neither conflict with nor drop the conditions others own (a Machine's
 // UpToDate belongs to its owner, its Ready to the Machine controller). It
 // writes nothing when the condition already says the same; the transition
-// time moves only with the status. obj is updated in memory as well.
+// time moves only with the status. obj is updated in memory as well, its
+// resourceVersion to the one the write produced.
 func Apply(ctx context.Context, c client.Client, obj Object, gvk schema.GroupVersionKind, cond metav1.Condition, fieldManager string, now time.Time) error {
 	old := Get(obj, cond.Type)
 	if old != nil && old.Status == cond.Status && old.Reason == cond.Reason && old.Message == cond.Message {
@@ -48,5 +49,8 @@ func Apply(ctx context.Context, c client.Client, obj Object, gvk schema.GroupVer
 	conds := obj.GetConditions()
 	meta.SetStatusCondition(&conds, cond)
 	obj.SetConditions(conds)
+	if rv := u.GetResourceVersion(); rv != "" {
+		obj.SetResourceVersion(rv)
+	}
 	return nil
 }

@@ -32,6 +32,8 @@ const StaleRetry = 2 * time.Second
 type Pacer struct {
 	interval time.Duration
 	now      func() time.Time
+	// firstAtOnce: an object's first reporting-only change is not held.
+	firstAtOnce bool
 
 	mu        sync.Mutex
 	writes    map[types.UID]lastWrite
@@ -45,14 +47,30 @@ type lastWrite struct {
 	// server whose resourceVersions do not compare.
 	to     string
 	passed []string
-	// statusAt is when the status was last written.
-	statusAt time.Time
+	// statusAt is when the status was last written, or when a first status
+	// change was held back; at is when the controller last wrote.
+	statusAt, at time.Time
 }
 
 // NewPacer returns a Pacer that spaces reporting-only status writes to an
 // object at least interval apart.
-func NewPacer(interval time.Duration) *Pacer {
-	return &Pacer{interval: interval, now: time.Now, writes: map[types.UID]lastWrite{}}
+func NewPacer(interval time.Duration, opts ...PacerOption) *Pacer {
+	p := &Pacer{interval: interval, now: time.Now, writes: map[types.UID]lastWrite{}}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+// PacerOption changes how a Pacer paces.
+type PacerOption func(*Pacer)
+
+// FirstAtOnce lets an object's first reporting-only status change out at
+// once, for objects whose first report others copy (a KubeadmConfig's
+// conditions show on its Machine): holding it back would only make the
+// copy late, and written twice.
+func FirstAtOnce() PacerOption {
+	return func(p *Pacer) { p.firstAtOnce = true }
 }
 
 // Gate picks, from a status (as JSON-decoded by the Helper), the part that
@@ -60,8 +78,10 @@ func NewPacer(interval time.Duration) *Pacer {
 // unchanged only reports, and may be paced; any other goes out at once.
 type Gate func(status map[string]any) any
 
-// Fields gates on the named top-level status fields and on the status
-// (True, False, Unknown; not reason or message) of the named conditions.
+// Fields gates on the named top-level status fields and on whether the
+// named conditions are True (not on False against Unknown or absent, nor on
+// reason or message): controllers act on a condition turning True or
+// ceasing to be, and nothing else is worth an immediate write.
 func Fields(fields []string, conditionTypes ...string) Gate {
 	return func(status map[string]any) any {
 		pick := map[string]any{}
@@ -80,13 +100,16 @@ func Fields(fields []string, conditionTypes ...string) Gate {
 	}
 }
 
-// AllButTexts gates on everything except the reasons, messages and observed
-// generations of conditions and the status's observedGeneration: a change
-// of any condition's status, or of any other field, goes out at once.
+// AllButTexts gates on every field except the observedGeneration and the
+// phase, and on whether each condition is True: a condition turning True or
+// ceasing to be, or any other field changing, goes out at once. The phase
+// is left out because it is derived from fields that gate (a phase change
+// never comes alone), and a new object's first phase then does not force
+// its first write out before the object has anything to report.
 func AllButTexts(status map[string]any) any {
 	pick := map[string]any{}
 	for k, v := range status {
-		if k != "conditions" && k != "observedGeneration" {
+		if k != "conditions" && k != "observedGeneration" && k != "phase" {
 			pick[k] = v
 		}
 	}
@@ -104,7 +127,7 @@ func conditionStatuses(status map[string]any, include func(string) bool) map[str
 		}
 		t, _ := m["type"].(string)
 		if include(t) {
-			out[t] = m["status"]
+			out[t] = m["status"] == "True"
 		}
 	}
 	return out
@@ -127,6 +150,16 @@ func Pace(p *Pacer, gate Gate) Option {
 // for the watch event of its write, which is on its way; p may be nil.
 func (p *Pacer) Behind(obj client.Object) bool {
 	return p != nil && p.stale(obj.GetUID(), obj.GetResourceVersion())
+}
+
+// Wrote records a write the controller made to obj without a Helper (a
+// condition it applies to another controller's object), obj carrying the
+// resourceVersion the write produced: Behind then tells a copy older than
+// it, from which the controller would write the same again.
+func (p *Pacer) Wrote(obj client.Object) {
+	if obj.GetResourceVersion() != "" {
+		p.record(obj.GetUID(), nil, obj.GetResourceVersion(), false)
+	}
 }
 
 // stale tells whether a copy of object uid read at resourceVersion rv
@@ -153,13 +186,23 @@ func (p *Pacer) stale(uid types.UID, rv string) bool {
 }
 
 // holdFor tells how long a reporting-only status change of uid must wait;
-// zero means it may go out now.
+// zero means it may go out now. Unless FirstAtOnce, an object the Pacer has
+// no memory of (new, or written before the manager started) counts as
+// written just now: a new
+// object's first reconciles come in a burst, as its creator, its references
+// and its providers react to it within a second, and its first status would
+// otherwise be rewritten moments later.
 func (p *Pacer) holdFor(uid types.UID) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	w, ok := p.writes[uid]
-	if !ok || w.statusAt.IsZero() {
-		return 0
+	w := p.writes[uid]
+	if w.statusAt.IsZero() {
+		if p.firstAtOnce {
+			return 0
+		}
+		w.statusAt = p.now()
+		p.writes[uid] = w
+		return p.interval
 	}
 	if wait := p.interval - p.now().Sub(w.statusAt); wait > 0 {
 		return wait
@@ -174,7 +217,7 @@ func (p *Pacer) record(uid types.UID, passed []string, to string, status bool) {
 	defer p.mu.Unlock()
 	now := p.now()
 	w := p.writes[uid]
-	w.passed, w.to = passed, to
+	w.passed, w.to, w.at = passed, to, now
 	if status {
 		w.statusAt = now
 	}
@@ -182,7 +225,7 @@ func (p *Pacer) record(uid types.UID, passed []string, to string, status bool) {
 	if now.Sub(p.lastSweep) > time.Minute {
 		p.lastSweep = now
 		for id, old := range p.writes {
-			if now.Sub(old.statusAt) > time.Minute && id != uid {
+			if now.Sub(old.at) > time.Minute && now.Sub(old.statusAt) > time.Minute && id != uid {
 				delete(p.writes, id)
 			}
 		}

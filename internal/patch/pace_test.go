@@ -47,10 +47,18 @@ func TestPacedStatus(t *testing.T) {
 		return read(t, c), h.Deferred()
 	}
 
-	// The first status write of an object is never held back.
+	// A new object's first reporting-only status waits too, as if just
+	// written; its first gated change does not.
 	got, wait := write(func(c *clusterv1.Cluster) { c.Status.Phase = "Pending" })
+	if got.Status.Phase != "" || wait <= 0 {
+		t.Fatalf("first reporting-only write: phase %q, deferred %v; want held back", got.Status.Phase, wait)
+	}
+	got, wait = write(func(c *clusterv1.Cluster) {
+		c.Status.Phase = "Pending"
+		meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: "Paused", Status: metav1.ConditionTrue, Reason: "Paused"})
+	})
 	if got.Status.Phase != "Pending" || wait != 0 {
-		t.Fatalf("first write: phase %q, deferred %v; want Pending, 0", got.Status.Phase, wait)
+		t.Fatalf("first gated write: phase %q, deferred %v; want Pending, 0", got.Status.Phase, wait)
 	}
 	// A counter inside the interval waits; a label change goes out anyway.
 	got, wait = write(func(c *clusterv1.Cluster) {
@@ -78,18 +86,43 @@ func TestPacedStatus(t *testing.T) {
 	if !ptr.Deref(got.Status.Initialization.InfrastructureProvisioned, false) || got.Status.Phase != "Provisioning" || wait != 0 {
 		t.Errorf("gated change: %+v phase %q deferred %v; want written at once", got.Status.Initialization, got.Status.Phase, wait)
 	}
-	// A gated condition's status goes out at once; its message alone waits.
+	// A gated condition ceasing to be True goes out at once; turning from
+	// False to Unknown, or a new message, waits.
 	got, _ = write(func(c *clusterv1.Cluster) {
 		meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: "Paused", Status: metav1.ConditionFalse, Reason: "NotPaused"})
 	})
-	if meta.FindStatusCondition(got.Status.Conditions, "Paused") == nil {
-		t.Fatal("a new gated condition was held back")
+	if cond := meta.FindStatusCondition(got.Status.Conditions, "Paused"); cond == nil || cond.Status != metav1.ConditionFalse {
+		t.Fatalf("a gated condition turning False was held back: %+v", cond)
 	}
 	got, _ = write(func(c *clusterv1.Cluster) {
-		meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: "Paused", Status: metav1.ConditionFalse, Reason: "NotPaused", Message: "more words"})
+		meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: "Paused", Status: metav1.ConditionUnknown, Reason: "NotPaused", Message: "more words"})
 	})
-	if meta.FindStatusCondition(got.Status.Conditions, "Paused").Message != "" {
-		t.Error("a message-only change of a gated condition went out inside the interval")
+	if cond := meta.FindStatusCondition(got.Status.Conditions, "Paused"); cond.Message != "" || cond.Status != metav1.ConditionFalse {
+		t.Errorf("False to Unknown with a new message went out inside the interval: %+v", cond)
+	}
+}
+
+// AllButTexts gates on fields and on conditions turning True, not on the
+// phase nor on a condition's reason, message, or False against Unknown.
+func TestAllButTexts(t *testing.T) {
+	cond := func(status string) map[string]any {
+		return map[string]any{"type": "Ready", "status": status, "reason": status, "message": "m-" + status}
+	}
+	for _, tc := range []struct {
+		name          string
+		before, after map[string]any
+		gated         bool
+	}{
+		{"phase alone", map[string]any{"phase": "Pending"}, map[string]any{"phase": "Provisioning"}, false},
+		{"first write without a True condition", nil, map[string]any{"phase": "Pending", "conditions": []any{cond("False")}, "observedGeneration": 1.0}, false},
+		{"False to Unknown", map[string]any{"conditions": []any{cond("False")}}, map[string]any{"conditions": []any{cond("Unknown")}}, false},
+		{"turning True", map[string]any{"conditions": []any{cond("False")}}, map[string]any{"conditions": []any{cond("True")}}, true},
+		{"ceasing to be True", map[string]any{"conditions": []any{cond("True")}}, map[string]any{"conditions": []any{cond("Unknown")}}, true},
+		{"a field", map[string]any{"addresses": []any{}}, map[string]any{"addresses": []any{"10.0.0.1"}}, true},
+	} {
+		if got := patch.GateChanged(patch.AllButTexts, tc.before, tc.after); got != tc.gated {
+			t.Errorf("%s: gated %v, want %v", tc.name, got, tc.gated)
+		}
 	}
 }
 
@@ -98,18 +131,23 @@ func TestPacedStatusAfterInterval(t *testing.T) {
 	ctx := context.Background()
 	pacer := patch.NewPacer(200 * time.Millisecond)
 	c := newCluster(t)
-	for i, phase := range []string{"Pending", "Provisioning"} {
-		if i > 0 {
-			time.Sleep(250 * time.Millisecond)
-		}
+	write := func(phase string) time.Duration {
 		cur := read(t, c)
 		h, _ := patch.NewHelper(cur, env.Client, patch.Pace(pacer, clusterGate))
 		cur.Status.Phase = phase
 		if err := h.Patch(ctx, cur); err != nil {
 			t.Fatal(err)
 		}
-		if h.Deferred() != 0 || read(t, c).Status.Phase != phase {
-			t.Fatalf("write %d (%s) was held back %v", i, phase, h.Deferred())
+		return h.Deferred()
+	}
+	// The first is held back as if just written.
+	if wait := write("Pending"); wait <= 0 || read(t, c).Status.Phase != "" {
+		t.Fatalf("first reporting-only write went out (deferred %v)", wait)
+	}
+	for i, phase := range []string{"Pending", "Provisioning"} {
+		time.Sleep(250 * time.Millisecond)
+		if wait := write(phase); wait != 0 || read(t, c).Status.Phase != phase {
+			t.Fatalf("write %d (%s) after the interval was held back %v", i, phase, wait)
 		}
 	}
 }
@@ -158,5 +196,25 @@ func TestStaleCopyWritesNothing(t *testing.T) {
 	}
 	if got := read(t, c).Labels["step"]; got != "2" {
 		t.Errorf("second Patch of one Helper: label step=%q, want 2", got)
+	}
+}
+
+// With FirstAtOnce an object's first reporting-only change is not held; the
+// next one inside the interval is.
+func TestPacedStatusFirstAtOnce(t *testing.T) {
+	ctx := context.Background()
+	pacer := patch.NewPacer(time.Hour, patch.FirstAtOnce())
+	c := newCluster(t)
+	for i, phase := range []string{"Pending", "Provisioning"} {
+		cur := read(t, c)
+		h, _ := patch.NewHelper(cur, env.Client, patch.Pace(pacer, clusterGate))
+		cur.Status.Phase = phase
+		if err := h.Patch(ctx, cur); err != nil {
+			t.Fatal(err)
+		}
+		held := read(t, c).Status.Phase != phase
+		if held != (i == 1) {
+			t.Errorf("write %d (%s): held back %v, want %v", i, phase, held, i == 1)
+		}
 	}
 }

@@ -124,8 +124,17 @@ func (r *Reconciler) setUpToDate(ctx context.Context, s *scope, m *clusterv1.Mac
 		return 0, nil
 	}
 	cond, after := upToDate(s.ms, s.md, m.CreationTimestamp.Time, s.now)
+	if r.pacer.Behind(m) {
+		// The cache does not show our last apply yet; deciding from this
+		// copy would apply it again. Its watch event brings us back.
+		return after, nil
+	}
+	read := m.ResourceVersion
 	if err := r.applyCondition(ctx, m, cond, s.now); err != nil {
 		return after, fmt.Errorf("setting UpToDate on Machine %s: %w", m.Name, err)
+	}
+	if m.ResourceVersion != read {
+		r.pacer.Wrote(m)
 	}
 	return after, nil
 }

@@ -1,0 +1,4 @@
+package patch
+
+// GateChanged exposes gateChanged to the external tests.
+var GateChanged = gateChanged
