@@ -69,7 +69,7 @@ func (r *Reconciler) tokenTTL() time.Duration {
 // control-plane Machine going away frees the init lock) and on Clusters (infrastructure, initialization and
 // pause decide what a config may do).
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
-	r.pacer = patch.NewPacer(patch.DefaultStatusInterval)
+	r.pacer = patch.NewPacer(patch.DefaultStatusInterval, patch.FirstAtOnce())
 	if err := index.ByClusterName(ctx, mgr.GetFieldIndexer(), &bootstrapv1.KubeadmConfig{}); err != nil {
 		return err
 	}
@@ -179,6 +179,9 @@ type scope struct {
 	dataErr                 error
 	// certs is the CertificatesAvailable condition when this reconcile decided it.
 	certs *certsState
+	// generatedToken is the bootstrap token this reconcile minted for the
+	// join, to keep with the data.
+	generatedToken string
 }
 
 type certsState struct {

@@ -4,10 +4,12 @@
 // Machine that initializes the cluster and "kubeadm join" on every other.
 //
 // The first control plane Machine takes the cluster's init lock (ConfigMap
-// <cluster>-lock), gets the cluster certificates (generated when the user
-// supplied none) and, for a control plane of bare Machines, the admin
-// kubeconfig. Other Machines wait for the Cluster to report its control
-// plane initialized, then join with a bootstrap token the controller
-// creates in the workload cluster and keeps alive until their Node exists.
+// <cluster>-lock; not needed, and not taken, by Machines of a
+// KubeadmControlPlane, which makes its first Machine alone), gets the
+// cluster certificates (generated when the user supplied none) and, for a
+// control plane of bare Machines, the admin kubeconfig. Other Machines wait
+// for the Cluster to report its control plane initialized, then join with a
+// bootstrap token the controller creates in the workload cluster, keeps
+// with the bootstrap data, and keeps alive until their Node exists.
 // Layout and file formats are those of docs/local-provider.md.
 package kubeadmconfig

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -141,7 +142,7 @@ func setClusterStatus(t *testing.T, c *clusterv1.Cluster, patch string) {
 
 // newMachine creates a KubeadmConfig and its Machine, and makes the Machine
 // the config's controller, as the Machine controller would.
-func newMachine(t *testing.T, c *clusterv1.Cluster, name string, controlPlane bool, spec bootstrapv1.KubeadmConfigSpec) (*bootstrapv1.KubeadmConfig, *clusterv1.Machine) {
+func newMachine(t *testing.T, c *clusterv1.Cluster, name string, controlPlane bool, spec bootstrapv1.KubeadmConfigSpec, mutate ...func(*clusterv1.Machine)) (*bootstrapv1.KubeadmConfig, *clusterv1.Machine) {
 	t.Helper()
 	ctx := context.Background()
 	cfg := &bootstrapv1.KubeadmConfig{
@@ -164,6 +165,9 @@ func newMachine(t *testing.T, c *clusterv1.Cluster, name string, controlPlane bo
 	}
 	if controlPlane {
 		m.Labels[clusterv1.MachineControlPlaneLabel] = ""
+	}
+	for _, f := range mutate {
+		f(m)
 	}
 	if err := mgmt.Client.Create(ctx, m); err != nil {
 		t.Fatal(err)
@@ -412,6 +416,38 @@ func TestInitLockOfDeletedMachineIsTakenOver(t *testing.T) {
 	waitData(t, cfg)
 }
 
+// A KubeadmControlPlane makes one first Machine and waits for it, so its
+// Machines init without the lock (and without its two writes).
+func TestControlPlaneOwnedMachineInitsWithoutLock(t *testing.T) {
+	ns := mgmt.Namespace(t)
+	c := newCluster(t, ns, clusterOpts{provisioned: true})
+	// No control plane controller runs here: the object only has to exist,
+	// or the garbage collector would take the Machine it owns.
+	kcp := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "controlplane.cluster.x-k8s.io/v1beta2", "kind": "KubeadmControlPlane",
+		"metadata": map[string]any{"namespace": ns, "name": "cp"},
+		"spec": map[string]any{"version": "v1.34.2", "machineTemplate": map[string]any{"spec": map[string]any{
+			"infrastructureRef": map[string]any{"apiGroup": "infrastructure.example.com", "kind": "TestMachineTemplate", "name": "cp"},
+		}}},
+	}}
+	if err := mgmt.Client.Create(context.Background(), kcp); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := newMachine(t, c, "cp-0", true, initSpec(), func(m *clusterv1.Machine) {
+		m.OwnerReferences = []metav1.OwnerReference{{
+			APIVersion: kcp.GetAPIVersion(), Kind: kcp.GetKind(), Name: kcp.GetName(), UID: kcp.GetUID(), Controller: ptr.To(true),
+		}}
+	})
+	_, data := waitData(t, cfg)
+	if _, ok := files(data)[kubeadmconfig.InitConfigPath]; !ok {
+		t.Error("the control plane's first Machine must init")
+	}
+	err := mgmt.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "c1-lock"}, &corev1.ConfigMap{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("a KubeadmControlPlane's Machine took the init lock (get: %v)", err)
+	}
+}
+
 func TestWorkerWaitsThenJoinsWithToken(t *testing.T) {
 	ctx := context.Background()
 	ns := mgmt.Namespace(t)
@@ -452,7 +488,7 @@ func TestWorkerWaitsThenJoinsWithToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	setClusterStatus(t, c, `{"status":{"initialization":{"controlPlaneInitialized":true}}}`)
-	_, data := waitData(t, cfg)
+	dataSecret, data := waitData(t, cfg)
 	fs := files(data)
 	for _, name := range pkiFiles {
 		if _, ok := fs["/etc/kubernetes/pki/"+name]; ok {
@@ -470,8 +506,15 @@ func TestWorkerWaitsThenJoinsWithToken(t *testing.T) {
 	if docs.Join.ControlPlane != nil {
 		t.Error("a worker join has no controlPlane")
 	}
-	if cfg.Spec.JoinConfiguration.Discovery.BootstrapToken.Token != bt.Token {
-		t.Errorf("the generated token must be kept in the spec")
+	// The generated token is kept with the data, not written into the spec.
+	if err := getConfig(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Spec.JoinConfiguration.Discovery.BootstrapToken.Token != "" || cfg.Generation != 1 {
+		t.Errorf("the spec was written (generation %d, token %q)", cfg.Generation, cfg.Spec.JoinConfiguration.Discovery.BootstrapToken.Token)
+	}
+	if string(dataSecret.Data["bootstrap-token"]) != bt.Token {
+		t.Errorf("data secret keeps token %q, the join file has %q", dataSecret.Data["bootstrap-token"], bt.Token)
 	}
 	id, secret, _ := strings.Cut(bt.Token, ".")
 	tokenKey := client.ObjectKey{Namespace: "kube-system", Name: "bootstrap-token-" + id}

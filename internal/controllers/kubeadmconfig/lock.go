@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,7 +19,24 @@ import (
 // is atomic in the API server, so exactly one of several racing control
 // plane Machines wins. The lock is dropped once the control plane is
 // initialized, or taken over when its holder Machine no longer exists.
+//
+// Machines a KubeadmControlPlane controls take no lock: the control plane
+// creates its first Machine alone and no other until the Cluster reports
+// the control plane initialized (and none while one is being deleted), so
+// there is no race to settle, and the lock would cost two writes per
+// cluster. The lock is for control-plane Machines made without one.
 const lockDataKey = "lock-information"
+
+// controlledByControlPlane tells whether a KubeadmControlPlane controls m.
+func controlledByControlPlane(m *clusterv1.Machine) bool {
+	ref := metav1.GetControllerOf(m)
+	return ref != nil && ref.Kind == "KubeadmControlPlane" && strings.HasPrefix(ref.APIVersion, controlPlaneGroup+"/")
+}
+
+// controlPlaneGroup is the API group of KubeadmControlPlane, spelled out
+// rather than imported: the bootstrap provider does not depend on the
+// control plane provider's API.
+const controlPlaneGroup = "controlplane.cluster.x-k8s.io"
 
 type lockInformation struct {
 	MachineName string `json:"machineName"`

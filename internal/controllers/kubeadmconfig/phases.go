@@ -46,9 +46,17 @@ const lockRetry = 20 * time.Second
 // be reached to create a bootstrap token.
 const workloadRetry = 10 * time.Second
 
-// generatedTokenAnnotation records the ID of the bootstrap token this
-// controller generated into spec.joinConfiguration, so that only tokens of
-// its own are refreshed; a token the user wrote is the user's to manage.
+// tokenDataKey is the key of the bootstrap data secret that keeps the
+// token this controller generated for the Machine's join, so that later
+// reconciles keep exactly that token alive until the Node exists. Cluster
+// API keeps it in the KubeadmConfig's spec instead; with the data it costs
+// no write of its own, and it cannot differ from the token the machine
+// was given. A token in the spec is the user's to manage.
+const tokenDataKey = "bootstrap-token"
+
+// generatedTokenAnnotation marks the token in spec.joinConfiguration as
+// generated, where earlier Capstan versions kept it; such tokens are still
+// refreshed.
 const generatedTokenAnnotation = "bootstrap.capstan.dev/generated-token-id"
 
 // userError is a problem only the user can fix: reported in the
@@ -116,9 +124,12 @@ func clusterOwner(c *clusterv1.Cluster) metav1.OwnerReference {
 func (r *Reconciler) reconcileInit(ctx context.Context, s *scope) (time.Duration, error) {
 	cfg, m, c := s.config, s.machine, s.cluster
 	log := ctrl.LoggerFrom(ctx)
-	holder, acquired, err := r.acquireLock(ctx, c, m)
-	if err != nil {
-		return 0, err
+	holder, acquired := m.Name, true
+	if !controlledByControlPlane(m) {
+		var err error
+		if holder, acquired, err = r.acquireLock(ctx, c, m); err != nil {
+			return 0, err
+		}
 	}
 	if !acquired {
 		msg := "waiting for another control plane machine to initialize the control plane"
@@ -193,13 +204,7 @@ func (r *Reconciler) reconcileJoin(ctx context.Context, s *scope, controlPlane b
 				return workloadRetry, nil
 			}
 			bt.Token = token
-			// Kept in the spec, as Cluster API does, so later reconciles
-			// refresh this token instead of minting another.
-			cfg.Spec.JoinConfiguration.Discovery.BootstrapToken.Token = token
-			if cfg.Annotations == nil {
-				cfg.Annotations = map[string]string{}
-			}
-			cfg.Annotations[generatedTokenAnnotation] = tokenID(token)
+			s.generatedToken = token
 			requeue = r.tokenTTL() / 2
 		}
 	}
@@ -268,6 +273,9 @@ func (r *Reconciler) writeData(ctx context.Context, s *scope, kubeadmFile []byte
 		},
 		Type: certs.ClusterSecretType,
 		Data: map[string][]byte{"value": value, FormatKey: []byte(bootstrapv1.CloudConfig)},
+	}
+	if s.generatedToken != "" {
+		secret.Data[tokenDataKey] = []byte(s.generatedToken)
 	}
 	if err := r.Client.Create(ctx, secret); err != nil {
 		if !apierrors.IsAlreadyExists(err) {

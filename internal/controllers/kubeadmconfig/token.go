@@ -13,6 +13,8 @@ import (
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	bootstrapv1 "capstan.dev/capstan/api/bootstrap/kubeadm/v1beta2"
 )
 
 // tokenGroup is the group kubeadm's RBAC lets joining nodes act as.
@@ -74,12 +76,12 @@ func (r *Reconciler) createToken(ctx context.Context, s *scope) (string, error) 
 // Machines, unlike MachinePools, never get their bootstrap data rewritten.
 func (r *Reconciler) refreshToken(ctx context.Context, s *scope) (time.Duration, error) {
 	cfg, m := s.config, s.machine
-	token := cfg.Spec.JoinConfiguration.Discovery.BootstrapToken.Token
-	if token == "" || cfg.Annotations[generatedTokenAnnotation] != tokenID(token) {
-		return 0, nil
-	}
 	if m.Status.NodeRef.Name != "" || !m.DeletionTimestamp.IsZero() {
 		return 0, nil
+	}
+	token, err := r.generatedToken(ctx, cfg)
+	if err != nil || token == "" {
+		return 0, err
 	}
 	if r.Workload == nil {
 		return 0, nil
@@ -115,4 +117,21 @@ func (r *Reconciler) refreshToken(ctx context.Context, s *scope) (time.Duration,
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Extended bootstrap token", "tokenID", tokenID(token), "machine", m.Name)
 	return ttl / 2, nil
+}
+
+// generatedToken is the bootstrap token this controller generated for
+// cfg's join, kept with its data (or, by earlier versions, in its spec);
+// "" when the join uses the user's token, a discovery file, or is an init.
+func (r *Reconciler) generatedToken(ctx context.Context, cfg *bootstrapv1.KubeadmConfig) (string, error) {
+	if token := cfg.Spec.JoinConfiguration.Discovery.BootstrapToken.Token; token != "" {
+		if cfg.Annotations[generatedTokenAnnotation] == tokenID(token) {
+			return token, nil
+		}
+		return "", nil
+	}
+	data := &corev1.Secret{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cfg.Namespace, Name: cfg.Status.DataSecretName}, data); err != nil {
+		return "", client.IgnoreNotFound(err)
+	}
+	return string(data.Data[tokenDataKey]), nil
 }
