@@ -140,8 +140,20 @@ func (r *Reconciler) scaleUp(ctx context.Context, s *scope, n int) error {
 			break
 		}
 		ctrl.LoggerFrom(ctx).Info("Created Machine", "Machine", m.Name)
-		r.event(s.ms, m, "Normal", "SuccessfulCreate", "Create", "Created Machine %s", m.Name)
 		made = append(made, m)
+	}
+	// One event per scale-up names every Machine it made: an event is an
+	// API write, and one per Machine would be most of a big scale-up's.
+	switch len(made) {
+	case 0:
+	case 1:
+		r.event(s.ms, made[0], "Normal", "SuccessfulCreate", "Create", "Created Machine %s", made[0].Name)
+	default:
+		names := make([]string, len(made))
+		for i, m := range made {
+			names[i] = m.Name
+		}
+		r.event(s.ms, nil, "Normal", "SuccessfulCreate", "Create", "Created %d Machines: %s", len(made), strings.Join(names, ", "))
 	}
 	s.machines = append(s.machines, made...)
 	// The Machines' objects are created only once the cache shows the

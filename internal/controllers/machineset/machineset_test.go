@@ -162,9 +162,24 @@ func TestScaleUpClonesTemplates(t *testing.T) {
 			t.Errorf("%s owners %+v, want the Cluster", tmpl.GetKind(), refs)
 		}
 	}
-	eventually(t, "an event per Machine created", func() string {
-		if n := eventCount(t, f.ns, "SuccessfulCreate"); n != 3 {
-			return fmt.Sprintf("%d SuccessfulCreate events", n)
+	eventually(t, "one event naming the Machines created", func() string {
+		list := &eventsv1.EventList{}
+		if err := env.Client.List(context.Background(), list, client.InNamespace(f.ns)); err != nil {
+			return err.Error()
+		}
+		var notes []string
+		for _, e := range list.Items {
+			if e.Reason == "SuccessfulCreate" {
+				notes = append(notes, e.Note)
+			}
+		}
+		if len(notes) != 1 {
+			return fmt.Sprintf("SuccessfulCreate events %q, want one for the scale-up", notes)
+		}
+		for _, m := range got {
+			if !strings.Contains(notes[0], m.Name) {
+				return fmt.Sprintf("event %q does not name Machine %s", notes[0], m.Name)
+			}
 		}
 		return ""
 	})
@@ -779,8 +794,14 @@ func TestTemplateCreatedLaterWakesTheSet(t *testing.T) {
 	})
 	create(t, provider.InfraMachineTemplate.New(f.ns, "late", map[string]any{"template": map[string]any{"spec": map[string]any{}}}))
 	got := waitMachines(t, f.ns, 1)
+	// The Machine comes first, its clones right after.
 	infra := provider.InfraMachine.New(f.ns, got[0].Name, nil)
-	get(t, infra)
+	eventually(t, "the Machine's infrastructure clone", func() string {
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(infra), infra); err != nil {
+			return err.Error()
+		}
+		return ""
+	})
 	if infra.GetAnnotations()[clusterv1.TemplateClonedFromNameAnnotation] != "late" {
 		t.Errorf("annotations %v", infra.GetAnnotations())
 	}
