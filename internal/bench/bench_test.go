@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"testing"
 	"time"
@@ -14,23 +15,31 @@ import (
 	"capstan.dev/capstan/internal/testenv"
 )
 
-// maxWritesPerMachine is the ceiling the guard holds the controllers to:
-// API writes per Machine, every write the API server counted (the
-// benchmark's own creates included), for clusters of one control-plane
-// machine and one worker brought up with no simulated delays. DESIGN.md §6
-// aims at 25. The guard was written at 48-50; paced status writes, Machines
-// created before their owned objects, sets born complete and fewer routine
-// events brought it to 39-40 (Machine status 5.3, the cluster's seven
-// Secrets 3.5, Cluster status 3.0, Machine spec patches 2.5, ...; with
-// three workers per cluster 29). The ceiling holds that level with a margin
-// for timing: lower it as writes come down, never raise it.
-const maxWritesPerMachine = 45
+// The guard holds the controllers to ceilings of API writes per Machine,
+// every write the API server counted (the benchmark's own creates
+// included), for clusters brought up with no simulated delays. DESIGN.md
+// §6 aims at 25: clusters of one control-plane machine and five workers
+// are held to it (measured 21.1). A cluster's fixed cost (its own objects,
+// its Secrets, the writes of its Cluster, control plane and deployment:
+// some 40) weighs on each Machine the more the fewer Machines share it;
+// with a single worker the floor of what the Cluster API contract makes
+// any implementation write is near 28 per Machine, and those clusters are
+// held to their own ceiling (measured 32.8; 37.0 before the first report
+// of an object was paced, 48-50 when the guard was written). Lower the
+// ceilings as writes come down, never raise them.
+var writeCeilings = []struct {
+	workers int
+	ceiling float64
+}{
+	{workers: 5, ceiling: 25},
+	{workers: 1, ceiling: 37},
+}
 
 // TestScaleWritesPerMachine is the regression guard of the scale
-// benchmark: ten clusters of one control-plane machine and one worker,
-// created at once with no simulated delays, must reach Running with at
-// most maxWritesPerMachine API writes per Machine and few conflicts. It
-// counts; it does not time.
+// benchmark: ten clusters of one control-plane machine and each shape's
+// workers, created at once with no simulated delays, must reach Running
+// within the shape's ceiling of API writes per Machine and with few
+// conflicts. It counts; it does not time.
 func TestScaleWritesPerMachine(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a management plane and 10 simulated clusters")
@@ -41,21 +50,25 @@ func TestScaleWritesPerMachine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	res, err := Run(ctx, Config{Clusters: 10, Workers: 1, NoDelays: true, Binary: bin, Timeout: 3 * time.Minute})
-	if res != nil {
-		var b bytes.Buffer
-		res.Table(&b)
-		t.Log("\n" + b.String())
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.WritesPerMachine > maxWritesPerMachine {
-		t.Errorf("%.1f API writes per Machine, want at most %d: find the controller that writes more than it must in the table above", res.WritesPerMachine, maxWritesPerMachine)
-	}
-	if res.ConflictPercent > 5 {
-		t.Errorf("%.1f%% of writes were refused with 409 Conflict, want under 5%%", res.ConflictPercent)
+	for _, shape := range writeCeilings {
+		t.Run(fmt.Sprintf("1+%d", shape.workers), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+			defer cancel()
+			res, err := Run(ctx, Config{Clusters: 10, Workers: shape.workers, NoDelays: true, Binary: bin, Timeout: 3 * time.Minute})
+			if res != nil {
+				var b bytes.Buffer
+				res.Table(&b)
+				t.Log("\n" + b.String())
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.WritesPerMachine > shape.ceiling {
+				t.Errorf("%.1f API writes per Machine, want at most %.0f: find the controller that writes more than it must in the table above", res.WritesPerMachine, shape.ceiling)
+			}
+			if res.ConflictPercent > 5 {
+				t.Errorf("%.1f%% of writes were refused with 409 Conflict, want under 5%%", res.ConflictPercent)
+			}
+		})
 	}
 }
