@@ -186,12 +186,12 @@ func (p *Pacer) stale(uid types.UID, rv string) bool {
 }
 
 // holdFor tells how long a reporting-only status change of uid must wait;
-// zero means it may go out now. Unless FirstAtOnce, an object the Pacer has
-// no memory of (new, or written before the manager started) counts as
-// written just now: a new
-// object's first reconciles come in a burst, as its creator, its references
-// and its providers react to it within a second, and its first status would
-// otherwise be rewritten moments later.
+// zero means it may go out now. Unless FirstAtOnce, an object whose status
+// the Pacer has no memory of writing (new, or written before the manager
+// started) counts as written just now: a new object's first reconciles come
+// in a burst, as its creator, its references and its providers react to it
+// within a second, and its first status would otherwise be rewritten
+// moments later.
 func (p *Pacer) holdFor(uid types.UID) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
