@@ -37,30 +37,38 @@ func (m *mgmtTarget) addFlags(cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&m.namespace, "namespace", "n", "default", "namespace of the cluster's objects")
 }
 
-func (m *mgmtTarget) restConfig(g *globals) (*rest.Config, error) {
+// loadingRules says where the management cluster's kubeconfig is, by the
+// rule above.
+func (m *mgmtTarget) loadingRules(g *globals) *clientcmd.ClientConfigLoadingRules {
 	if m.kubeconfig != "" {
-		cfg, err := clientcmd.BuildConfigFromFlags("", m.kubeconfig)
-		if err != nil {
-			return nil, fmt.Errorf("--kubeconfig %s: %w", m.kubeconfig, err)
-		}
-		return cfg, nil
+		return &clientcmd.ClientConfigLoadingRules{ExplicitPath: m.kubeconfig}
 	}
 	if running, _ := g.dir().Running(); running {
-		cfg, err := clientcmd.BuildConfigFromFlags("", g.dir().KubeconfigPath())
-		if err != nil {
-			return nil, fmt.Errorf("reading the capstan plane's kubeconfig %s: %w", g.dir().KubeconfigPath(), err)
-		}
+		return &clientcmd.ClientConfigLoadingRules{ExplicitPath: g.dir().KubeconfigPath()}
+	}
+	return clientcmd.NewDefaultClientConfigLoadingRules()
+}
+
+// clientConfig is the management cluster's kubeconfig, found by
+// loadingRules: its REST config, and its context's namespace.
+func clientConfig(rules *clientcmd.ClientConfigLoadingRules) clientcmd.ClientConfig {
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
+}
+
+func (m *mgmtTarget) restConfig(g *globals) (*rest.Config, error) {
+	rules := m.loadingRules(g)
+	cfg, err := clientConfig(rules).ClientConfig()
+	switch {
+	case err == nil:
 		return cfg, nil
+	case m.kubeconfig != "":
+		return nil, fmt.Errorf("--kubeconfig %s: %w", m.kubeconfig, err)
+	case rules.ExplicitPath != "":
+		return nil, fmt.Errorf("reading the capstan plane's kubeconfig %s: %w", rules.ExplicitPath, err)
+	case clientcmd.IsEmptyConfig(err):
+		return nil, fmt.Errorf("no management cluster: capstan is not running in %s (start it with capstan up), and neither --kubeconfig nor $KUBECONFIG names another", g.stateDir)
 	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		if clientcmd.IsEmptyConfig(err) {
-			return nil, fmt.Errorf("no management cluster: capstan is not running in %s (start it with capstan up), and neither --kubeconfig nor $KUBECONFIG names another", g.stateDir)
-		}
-		return nil, fmt.Errorf("reading the kubeconfig: %w", err)
-	}
-	return cfg, nil
+	return nil, fmt.Errorf("reading the kubeconfig: %w", err)
 }
 
 func (m *mgmtTarget) client(g *globals) (client.Client, error) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -254,7 +255,7 @@ func TestGetKubeconfigCommand(t *testing.T) {
 }
 
 // TestManagementClusterChoice: --kubeconfig first, then the running plane
-// of --state-dir, then $KUBECONFIG.
+// of --state-dir, then $KUBECONFIG; for describe and move alike.
 func TestManagementClusterChoice(t *testing.T) {
 	ns := env.Namespace(t)
 	createTestCluster(t, ns, time.Now())
@@ -264,9 +265,17 @@ func TestManagementClusterChoice(t *testing.T) {
 		_, _, err := runCapstan(t, append([]string{"describe", "cluster", "demo", "-n", ns, "-o", "json"}, args...)...)
 		return err
 	}
+	// move finds its source by the same rule.
+	moveWith := func(args ...string) error {
+		_, _, err := runCapstan(t, append([]string{"move", "--dry-run", "--to-directory", t.TempDir(), "-n", ns}, args...)...)
+		return err
+	}
 	t.Setenv("KUBECONFIG", bogus)
 	if err := describeWith("--state-dir", env.StateDir); err != nil {
 		t.Errorf("the running plane's kubeconfig was not used before $KUBECONFIG: %v", err)
+	}
+	if err := moveWith("--state-dir", env.StateDir); err != nil {
+		t.Errorf("move: the running plane's kubeconfig was not used before $KUBECONFIG: %v", err)
 	}
 	if err := describeWith("--state-dir", stopped); err == nil {
 		t.Error("a bogus $KUBECONFIG worked")
@@ -275,6 +284,13 @@ func TestManagementClusterChoice(t *testing.T) {
 	if err := describeWith("--state-dir", stopped); err != nil {
 		t.Errorf("$KUBECONFIG was not used when no plane runs: %v", err)
 	}
+	// A stopped plane's kubeconfig left behind is not a management cluster.
+	if err := os.WriteFile(filepath.Join(stopped, "kubeconfig"), []byte("not: a kubeconfig"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := moveWith("--state-dir", stopped); err != nil {
+		t.Errorf("move used a stopped plane's kubeconfig instead of $KUBECONFIG: %v", err)
+	}
 	if err := describeWith("--state-dir", stopped, "--kubeconfig", bogus); err == nil || !strings.Contains(err.Error(), "--kubeconfig "+bogus) {
 		t.Errorf("--kubeconfig did not come first: %v", err)
 	}
@@ -282,5 +298,8 @@ func TestManagementClusterChoice(t *testing.T) {
 	t.Setenv("HOME", t.TempDir())
 	if err := describeWith("--state-dir", stopped); err == nil || !strings.Contains(err.Error(), "no management cluster") {
 		t.Errorf("without any management cluster: %v", err)
+	}
+	if err := moveWith("--state-dir", stopped); err == nil || !strings.Contains(err.Error(), "no management cluster") {
+		t.Errorf("move without any management cluster: %v", err)
 	}
 }

@@ -3,10 +3,10 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -42,8 +42,8 @@ the source objects are deleted without running their finalizers, and the
 clusters are unpaused where they now live. Machines keep running throughout.
 
 An interrupted move continues when run again with the same flags. The source
-is --kubeconfig, else the embedded management plane's kubeconfig, else
-$KUBECONFIG; --from-directory writes to it. Exit code 0 on success, 1 when the
+is --kubeconfig, else the running capstan plane, else $KUBECONFIG (as for get
+and describe); --from-directory writes to it. Exit code 0 on success, 1 when the
 move stopped (the message names the object and the step).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -51,7 +51,7 @@ move stopped (the message names the object and the step).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the source management cluster (default: the embedded plane's, else $KUBECONFIG)")
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the source management cluster (default: the running capstan plane's, else $KUBECONFIG)")
 	f.StringVar(&o.toKubeconfig, "to-kubeconfig", "", "kubeconfig of the target management cluster")
 	f.StringVar(&o.toDirectory, "to-directory", "", "write the objects as YAML files into this directory and delete them from the source")
 	f.StringVar(&o.fromDirectory, "from-directory", "", "create the objects of a directory written by --to-directory in the management cluster")
@@ -77,27 +77,21 @@ func (o *moveOptions) run(cmd *cobra.Command, g *globals) error {
 	if o.allNamespaces && o.namespace != "" {
 		return errors.New("--namespace and --all-namespaces exclude each other")
 	}
-	path := o.kubeconfig
-	if path == "" {
-		if _, err := os.Stat(g.dir().KubeconfigPath()); err == nil {
-			path = g.dir().KubeconfigPath()
-		} else if env := os.Getenv("KUBECONFIG"); env != "" {
-			path = env
-		} else {
-			return fmt.Errorf("no management cluster: the embedded plane has no kubeconfig at %s (start it with capstan up) and neither --kubeconfig nor $KUBECONFIG is set", g.dir().KubeconfigPath())
-		}
+	source := mgmtTarget{kubeconfig: o.kubeconfig}
+	cfg, err := source.restConfig(g)
+	if err != nil {
+		return err
 	}
 	namespace := o.namespace
 	// A directory holds what one move wrote: all of it comes back unless
 	// a namespace is named.
 	if namespace == "" && !o.allNamespaces && o.fromDirectory == "" {
 		namespace = "default"
-		rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: path}
-		if ns, _, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).Namespace(); err == nil && ns != "" {
+		if ns, _, err := clientConfig(source.loadingRules(g)).Namespace(); err == nil && ns != "" {
 			namespace = ns
 		}
 	}
-	current, err := newClient(path)
+	current, err := moveClient(cfg)
 	if err != nil {
 		return err
 	}
@@ -108,7 +102,11 @@ func (o *moveOptions) run(cmd *cobra.Command, g *globals) error {
 	ctx := cmd.Context()
 	switch {
 	case o.toKubeconfig != "":
-		target, err := newClient(o.toKubeconfig)
+		cfg, err := clientcmd.BuildConfigFromFlags("", o.toKubeconfig)
+		if err != nil {
+			return fmt.Errorf("--to-kubeconfig %s: %w", o.toKubeconfig, err)
+		}
+		target, err := moveClient(cfg)
 		if err != nil {
 			return err
 		}
@@ -120,15 +118,13 @@ func (o *moveOptions) run(cmd *cobra.Command, g *globals) error {
 	}
 }
 
-func newClient(kubeconfig string) (client.Client, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("reading kubeconfig %s: %w", kubeconfig, err)
-	}
+// moveClient is a client for one end of a move, at a pace that leaves the
+// API server room for its controllers.
+func moveClient(cfg *rest.Config) (client.Client, error) {
 	cfg.QPS, cfg.Burst = 50, 100
 	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
-		return nil, fmt.Errorf("connecting with %s: %w", kubeconfig, err)
+		return nil, fmt.Errorf("connecting to %s: %w", cfg.Host, err)
 	}
 	return c, nil
 }
