@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"capstan.dev/capstan/internal/patch"
 )
 
 // Object is an API object with conditions in its status.
@@ -51,6 +53,24 @@ func Apply(ctx context.Context, c client.Client, obj Object, gvk schema.GroupVer
 	obj.SetConditions(conds)
 	if rv := u.GetResourceVersion(); rv != "" {
 		obj.SetResourceVersion(rv)
+	}
+	return nil
+}
+
+// ApplyPaced is Apply for a controller that keeps its writes in p: a copy
+// of obj older than the controller's own last apply writes nothing (from it
+// the controller would apply the same again; that write's watch event
+// brings it back), and a write made is recorded in p.
+func ApplyPaced(ctx context.Context, c client.Client, p *patch.Pacer, obj Object, gvk schema.GroupVersionKind, cond metav1.Condition, fieldManager string, now time.Time) error {
+	if p.Behind(obj) {
+		return nil
+	}
+	read := obj.GetResourceVersion()
+	if err := Apply(ctx, c, obj, gvk, cond, fieldManager, now); err != nil {
+		return err
+	}
+	if obj.GetResourceVersion() != read {
+		p.Wrote(obj)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	controlplanev1 "capstan.dev/capstan/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 )
 
@@ -30,13 +31,8 @@ const lockDataKey = "lock-information"
 // controlledByControlPlane tells whether a KubeadmControlPlane controls m.
 func controlledByControlPlane(m *clusterv1.Machine) bool {
 	ref := metav1.GetControllerOf(m)
-	return ref != nil && ref.Kind == "KubeadmControlPlane" && strings.HasPrefix(ref.APIVersion, controlPlaneGroup+"/")
+	return ref != nil && ref.Kind == "KubeadmControlPlane" && strings.HasPrefix(ref.APIVersion, controlplanev1.GroupVersion.Group+"/")
 }
-
-// controlPlaneGroup is the API group of KubeadmControlPlane, spelled out
-// rather than imported: the bootstrap provider does not depend on the
-// control plane provider's API.
-const controlPlaneGroup = "controlplane.cluster.x-k8s.io"
 
 type lockInformation struct {
 	MachineName string `json:"machineName"`

@@ -495,18 +495,8 @@ func (r *Reconciler) reconcileUpToDate(ctx context.Context, s *scope) (time.Dura
 			cond = metav1.Condition{Type: clusterv1.UpToDateCondition, Status: metav1.ConditionFalse, Reason: clusterv1.NotUpToDateReason,
 				Message: strings.Join(m.outdated, "; ")}
 		}
-		if r.pacer.Behind(m.machine) {
-			// The cache does not show our last apply yet; its watch event
-			// brings us back.
-			continue
-		}
-		read := m.machine.ResourceVersion
-		if err := conditions.Apply(ctx, r.Client, m.machine, clusterv1.GroupVersion.WithKind(clusterv1.MachineKind), cond, FieldManager, s.now); err != nil {
+		if err := conditions.ApplyPaced(ctx, r.Client, r.pacer, m.machine, clusterv1.GroupVersion.WithKind(clusterv1.MachineKind), cond, FieldManager, s.now); err != nil {
 			errs = append(errs, fmt.Errorf("setting UpToDate on Machine %s: %w", m.machine.Name, err))
-			continue
-		}
-		if m.machine.ResourceVersion != read {
-			r.pacer.Wrote(m.machine)
 		}
 	}
 	return 0, kerrors.NewAggregate(errs)

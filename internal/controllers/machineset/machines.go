@@ -124,17 +124,8 @@ func (r *Reconciler) setUpToDate(ctx context.Context, s *scope, m *clusterv1.Mac
 		return 0, nil
 	}
 	cond, after := upToDate(s.ms, s.md, m.CreationTimestamp.Time, s.now)
-	if r.pacer.Behind(m) {
-		// The cache does not show our last apply yet; deciding from this
-		// copy would apply it again. Its watch event brings us back.
-		return after, nil
-	}
-	read := m.ResourceVersion
-	if err := r.applyCondition(ctx, m, cond, s.now); err != nil {
+	if err := conditions.ApplyPaced(ctx, r.Client, r.pacer, m, clusterv1.GroupVersion.WithKind(clusterv1.MachineKind), cond, FieldManager, s.now); err != nil {
 		return after, fmt.Errorf("setting UpToDate on Machine %s: %w", m.Name, err)
-	}
-	if m.ResourceVersion != read {
-		r.pacer.Wrote(m)
 	}
 	return after, nil
 }
@@ -182,14 +173,6 @@ func propagate(current, desired map[string]string, owned map[string]bool) map[st
 		return nil
 	}
 	return out
-}
-
-// applyCondition sets one condition on a Machine's status by server-side
-// apply, when it differs from what the Machine has. The apply owns that
-// condition only, so it never disturbs the conditions the Machine controller
-// and MachineHealthChecks write, and it cannot conflict with them.
-func (r *Reconciler) applyCondition(ctx context.Context, m *clusterv1.Machine, cond metav1.Condition, now time.Time) error {
-	return conditions.Apply(ctx, r.Client, m, clusterv1.GroupVersion.WithKind(clusterv1.MachineKind), cond, FieldManager, now)
 }
 
 // patchMachineStatus writes a change of a Machine's status that mutate
