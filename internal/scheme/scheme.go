@@ -10,6 +10,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	bootstrapv1 "capstan.dev/capstan/api/bootstrap/kubeadm/v1beta2"
+	clusterctlv1 "capstan.dev/capstan/api/clusterctl/v1alpha3"
 	controlplanev1 "capstan.dev/capstan/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	inmemoryv1 "capstan.dev/capstan/api/infrastructure/inmemory/v1beta2"
@@ -27,6 +28,7 @@ func New() *runtime.Scheme {
 		controlplanev1.AddToScheme,
 		localv1.AddToScheme,
 		inmemoryv1.AddToScheme,
+		clusterctlv1.AddToScheme,
 	} {
 		utilruntime.Must(add(s))
 	}

@@ -828,7 +828,7 @@ const (
 // +kubebuilder:storageversion
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:path=clusters,shortName=cl,scope=Namespaced,categories=cluster-api
-// +kubebuilder:metadata:labels="cluster.x-k8s.io/v1beta2=v1beta2"
+// +kubebuilder:metadata:labels={"cluster.x-k8s.io/v1beta2=v1beta2","clusterctl.cluster.x-k8s.io=","cluster.x-k8s.io/provider=cluster-api"}
 // +kubebuilder:printcolumn:name="ClusterClass",type="string",JSONPath=".spec.topology.classRef.name",description="ClusterClass the Cluster is built from, if any"
 // +kubebuilder:printcolumn:name="Available",type="string",JSONPath=`.status.conditions[?(@.type=="Available")].status`,description="Whether the Cluster passes all availability checks"
 // +kubebuilder:printcolumn:name="CP Desired",type="integer",JSONPath=".status.controlPlane.desiredReplicas",description="Control plane Machines wanted"

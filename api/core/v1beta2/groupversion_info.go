@@ -1,7 +1,7 @@
 // Package v1beta2 holds the cluster.x-k8s.io/v1beta2 API: Cluster, Machine,
-// MachineSet, MachineDeployment and MachineHealthCheck, shaped exactly as the
-// Cluster API v1beta2 contract documents them so that every tool written for
-// Cluster API reads and writes Capstan's objects unchanged.
+// MachineSet, MachineDeployment, MachinePool and MachineHealthCheck, shaped
+// exactly as the Cluster API v1beta2 contract documents them so that every
+// tool written for Cluster API reads and writes Capstan's objects unchanged.
 //
 // +kubebuilder:object:generate=true
 // +groupName=cluster.x-k8s.io
