@@ -296,7 +296,32 @@ func TestBuildDoesNotDependOnOrder(t *testing.T) {
 }
 
 func TestGroupingCollapsesOnlySameState(t *testing.T) {
-	tree := Build(rollingOut(), Options{Grouping: true})
+	want := "True=demo-control-plane-c1+demo-control-plane-c2 True=demo-md-0-new-k3j7s+demo-md-0-old-a1+demo-md-0-old-a2"
+	if got := machineGroups(rollingOut()); got != want {
+		t.Errorf("groups %s, want %s", got, want)
+	}
+
+	// Machines that share Ready but not UpToDate or Available stay apart: a
+	// group would hide the one left behind.
+	o := rollingOut()
+	for i := range o.Machines {
+		m := &o.Machines[i]
+		switch m.Name {
+		case "demo-md-0-old-a1", "demo-md-0-old-a2":
+			m.Status.Conditions[1] = cond(clusterv1.UpToDateCondition, metav1.ConditionFalse, clusterv1.NotUpToDateReason, time.Minute, "* Version v1.35.8, v1.35.9 required")
+		case "demo-control-plane-c2":
+			m.Status.Conditions = append(m.Status.Conditions, cond(clusterv1.AvailableCondition, metav1.ConditionFalse, "NotAvailable", time.Minute, ""))
+		}
+	}
+	want = "True=demo-md-0-old-a1+demo-md-0-old-a2"
+	if got := machineGroups(o); got != want {
+		t.Errorf("groups %s, want %s", got, want)
+	}
+}
+
+// machineGroups lists the MachineGroup rows of o's tree as STATUS=MEMBERS.
+func machineGroups(o Objects) string {
+	tree := Build(o, Options{Grouping: true})
 	var groups []string
 	var walk func(n *Node)
 	walk = func(n *Node) {
@@ -308,10 +333,7 @@ func TestGroupingCollapsesOnlySameState(t *testing.T) {
 		}
 	}
 	walk(tree)
-	want := "True=demo-control-plane-c1+demo-control-plane-c2 True=demo-md-0-new-k3j7s+demo-md-0-old-a1+demo-md-0-old-a2"
-	if got := strings.Join(groups, " "); got != want {
-		t.Errorf("groups %s, want %s", got, want)
-	}
+	return strings.Join(groups, " ")
 }
 
 func TestParseShowConditions(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -86,6 +87,10 @@ type Node struct {
 	Children []*Node  `json:"children,omitempty"`
 
 	expanded bool // ShowConditions named it: never grouped away
+	// alsoSame is what else Machines must share, besides Status, to be
+	// grouped: whether they are Available and UpToDate. Ready alone would
+	// hide a Machine stuck out of date among its Ready siblings.
+	alsoSame string
 }
 
 // Replicas are an object's replica counters; nil where it reports none.
@@ -250,6 +255,8 @@ func sorted(o Objects) Objects {
 func machineNode(m *clusterv1.Machine, o Objects, opts Options) *Node {
 	n := &Node{Role: RoleMachine, Kind: "Machine", Name: m.Name}
 	setConditions(n, fromTyped(m.Status.Conditions), clusterv1.ReadyCondition, opts)
+	n.alsoSame = conditionStatus(m.Status.Conditions, clusterv1.AvailableCondition) + "/" +
+		conditionStatus(m.Status.Conditions, clusterv1.UpToDateCondition)
 	for _, p := range []struct {
 		role string
 		obj  *unstructured.Unstructured
@@ -382,11 +389,11 @@ func group(n *Node) {
 	for _, c := range n.Children {
 		group(c)
 	}
-	type key struct{ status, reason, message string }
+	type key struct{ status, reason, message, alsoSame string }
 	members := map[key][]*Node{}
 	for _, c := range n.Children {
 		if groupable(c) {
-			k := key{c.Status.Status, c.Status.Reason, c.Status.Message}
+			k := key{c.Status.Status, c.Status.Reason, c.Status.Message, c.alsoSame}
 			members[k] = append(members[k], c)
 		}
 	}
@@ -397,7 +404,7 @@ func group(n *Node) {
 			out = append(out, c)
 			continue
 		}
-		k := key{c.Status.Status, c.Status.Reason, c.Status.Message}
+		k := key{c.Status.Status, c.Status.Reason, c.Status.Message, c.alsoSame}
 		same := members[k]
 		if len(same) < 2 {
 			out = append(out, c)
@@ -420,6 +427,15 @@ func group(n *Node) {
 		out = append(out, g)
 	}
 	n.Children = out
+}
+
+// conditionStatus is the status of the condition of type t, or "" when the
+// object does not report it.
+func conditionStatus(conds []metav1.Condition, t string) string {
+	if c := meta.FindStatusCondition(conds, t); c != nil {
+		return string(c.Status)
+	}
+	return ""
 }
 
 func groupable(n *Node) bool {

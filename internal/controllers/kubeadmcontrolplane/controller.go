@@ -311,6 +311,9 @@ func (r *Reconciler) readTemplate(ctx context.Context, s *scope) (time.Duration,
 		}
 		return 0, s.templateErr
 	}
+	if err := contract.EnsureClusterOwner(ctx, r.writer(), tmpl, s.cluster); err != nil {
+		return 0, err
+	}
 	s.infraTmpl = tmpl
 	return 0, nil
 }

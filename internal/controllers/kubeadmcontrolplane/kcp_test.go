@@ -162,6 +162,24 @@ func TestInitJoinGatesAndDeletion(t *testing.T) {
 		}
 		return ""
 	})
+	// clusterctl move and the garbage collector find the machine template
+	// through its owner: the Cluster.
+	fixture.Eventually(t, "the Cluster owns the control plane's machine template", 30*time.Second, func() string {
+		cluster, tmpl := &clusterv1.Cluster{}, &unstructured.Unstructured{}
+		tmpl.SetGroupVersionKind(provider.InfraMachineTemplate.GVK())
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c"}, cluster); err != nil {
+			return err.Error()
+		}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cp"}, tmpl); err != nil {
+			return err.Error()
+		}
+		for _, ref := range tmpl.GetOwnerReferences() {
+			if ref.Kind == clusterv1.ClusterKind && ref.UID == cluster.UID && ref.APIVersion == clusterv1.GroupVersion.String() {
+				return ""
+			}
+		}
+		return fmt.Sprintf("owners %v", tmpl.GetOwnerReferences())
+	})
 	etcd := &corev1.Secret{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c-etcd"}, etcd); err != nil || len(etcd.OwnerReferences) != 0 {
 		t.Errorf("the user's etcd CA secret was taken over: owners %v, %v", etcd.OwnerReferences, err)

@@ -96,10 +96,16 @@ func TestTemplateHashAndNames(t *testing.T) {
 }
 
 func TestDefaults(t *testing.T) {
-	md := &clusterv1.MachineDeployment{ObjectMeta: metav1.ObjectMeta{Name: "md"}}
-	defaultSelector(md)
-	if md.Spec.Selector.MatchLabels[clusterv1.MachineDeploymentNameLabel] != "md" || md.Spec.Template.Labels[clusterv1.MachineDeploymentNameLabel] != "md" {
-		t.Errorf("selector %+v, template labels %v", md.Spec.Selector, md.Spec.Template.Labels)
+	for _, sel := range []metav1.LabelSelector{{}, {MatchLabels: map[string]string{}}} {
+		md := &clusterv1.MachineDeployment{ObjectMeta: metav1.ObjectMeta{Name: "md"}}
+		md.Spec.ClusterName = "c1"
+		md.Spec.Selector = sel
+		defaultSelector(md)
+		for _, labels := range []map[string]string{md.Spec.Selector.MatchLabels, md.Spec.Template.Labels} {
+			if labels[clusterv1.MachineDeploymentNameLabel] != "md" || labels[clusterv1.ClusterNameLabel] != "c1" {
+				t.Errorf("selector %+v, template labels %v", md.Spec.Selector, md.Spec.Template.Labels)
+			}
+		}
 	}
 	custom := &clusterv1.MachineDeployment{ObjectMeta: metav1.ObjectMeta{Name: "md"}}
 	custom.Spec.Selector.MatchLabels = map[string]string{"pool": "a"}
@@ -250,5 +256,31 @@ func TestNewMachineSetIsBornComplete(t *testing.T) {
 		if ms.Spec.Template.Labels[k] != v {
 			t.Errorf("template labels %v do not match selector label %s=%s", ms.Spec.Template.Labels, k, v)
 		}
+	}
+}
+
+// After a move every MachineSet is re-created with new timestamps, so two
+// sets can both be up to date; the one holding the Machines must stay the
+// deployment's current set, or every Machine would be replaced.
+func TestClassifyKeepsTheUpToDateSetWithMostReplicas(t *testing.T) {
+	md := &clusterv1.MachineDeployment{ObjectMeta: metav1.ObjectMeta{Name: "md"}}
+	md.Spec.ClusterName = "c1"
+	md.Spec.Template = template("v1.34.0")
+	md.Spec.Rollout.After = metav1.NewTime(time.Unix(50, 0))
+	empty := newMachineSet(md, "md-a", "a", 0, 3, 1)
+	empty.CreationTimestamp = metav1.NewTime(time.Unix(100, 0))
+	holding := newMachineSet(md, "md-b", "b", 3, 3, 2)
+	holding.CreationTimestamp = metav1.NewTime(time.Unix(100, 0))
+	tied := newMachineSet(md, "md-c", "c", 3, 3, 3)
+	tied.CreationTimestamp = metav1.NewTime(time.Unix(101, 0))
+
+	r := &Reconciler{}
+	s := &scope{md: md, now: time.Unix(200, 0), sets: []*clusterv1.MachineSet{empty, holding, tied}}
+	r.classify(s)
+	if s.current != holding || s.scaled != holding {
+		t.Errorf("current %v, scaled %v; want md-b, the oldest set holding the most replicas", s.current.Name, s.scaled.Name)
+	}
+	if !s.upToDate["md-a"] || !s.upToDate["md-b"] || !s.upToDate["md-c"] {
+		t.Errorf("every set made after rollout.after with the template is up to date: %v", s.upToDate)
 	}
 }

@@ -104,18 +104,23 @@ func ensureOwnerReference(md *clusterv1.MachineDeployment, c *clusterv1.Cluster)
 	md.SetOwnerReferences(append(refs, ref))
 }
 
-// defaultSelector fills an empty selector as Cluster API's defaulting does:
-// the deployment-name label, in the selector and in the template's labels.
+// defaultSelector fills an empty selector (left out, `{}` or
+// `{matchLabels: {}}`, as upstream's templates write it) as Cluster API's
+// defaulting does: the deployment-name and cluster-name labels, in the
+// selector and in the template's labels.
 func defaultSelector(md *clusterv1.MachineDeployment) {
 	sel := &md.Spec.Selector
 	if len(sel.MatchLabels) > 0 || len(sel.MatchExpressions) > 0 {
 		return
 	}
-	sel.MatchLabels = map[string]string{clusterv1.MachineDeploymentNameLabel: md.Name}
+	sel.MatchLabels = map[string]string{
+		clusterv1.MachineDeploymentNameLabel: md.Name,
+		clusterv1.ClusterNameLabel:           md.Spec.ClusterName,
+	}
 	if md.Spec.Template.Labels == nil {
 		md.Spec.Template.Labels = map[string]string{}
 	}
-	md.Spec.Template.Labels[clusterv1.MachineDeploymentNameLabel] = md.Name
+	maps.Copy(md.Spec.Template.Labels, sel.MatchLabels)
 }
 
 // defaultReplicas is the value of an unset spec.replicas: the autoscaler's
@@ -236,7 +241,7 @@ func (r *Reconciler) classify(s *scope) {
 		}
 		if TemplateUpToDate(&ms.Spec.Template, &md.Spec.Template) {
 			s.upToDate[ms.Name] = true
-			if s.current == nil {
+			if s.current == nil || moreReplicas(ms, s.current) {
 				s.current = ms
 			}
 		}
@@ -253,6 +258,15 @@ func (r *Reconciler) classify(s *scope) {
 			}
 		}
 	}
+}
+
+// moreReplicas tells whether a should be the deployment's current set rather
+// than b when both are up to date: the one holding more replicas wins (sets
+// are visited oldest first, so a tie keeps the older). Creation times do not
+// decide alone because a move re-creates every set with new timestamps, and
+// picking another set would replace every Machine.
+func moreReplicas(a, b *clusterv1.MachineSet) bool {
+	return ptr.Deref(a.Spec.Replicas, 0) > ptr.Deref(b.Spec.Replicas, 0)
 }
 
 func rolloutPaused(md *clusterv1.MachineDeployment) bool { return ptr.Deref(md.Spec.Paused, false) }

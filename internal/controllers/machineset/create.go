@@ -76,22 +76,7 @@ func (r *Reconciler) template(ctx context.Context, s *scope, field string, ref c
 		}
 		return nil, err
 	}
-	if !obj.GetDeletionTimestamp().IsZero() {
-		return obj, nil
-	}
-	for _, ref := range obj.GetOwnerReferences() {
-		if ref.UID == s.cluster.UID {
-			return obj, nil
-		}
-	}
-	helper, err := patch.NewHelper(obj, r.writer())
-	if err != nil {
-		return nil, err
-	}
-	obj.SetOwnerReferences(append(obj.GetOwnerReferences(), metav1.OwnerReference{
-		APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: s.cluster.Name, UID: s.cluster.UID,
-	}))
-	if err := helper.Patch(ctx, obj); err != nil {
+	if err := contract.EnsureClusterOwner(ctx, r.writer(), obj, s.cluster); err != nil {
 		return nil, err
 	}
 	return obj, nil

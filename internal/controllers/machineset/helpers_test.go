@@ -159,29 +159,33 @@ func TestUpToDate(t *testing.T) {
 	ms := &clusterv1.MachineSet{Spec: clusterv1.MachineSetSpec{Template: machineTemplate("v1.33.0", "t1")}}
 	md := &clusterv1.MachineDeployment{Spec: clusterv1.MachineDeploymentSpec{Template: machineTemplate("v1.33.0", "t1")}}
 
-	if c, after := upToDate(ms, nil, now, now); c.Status != metav1.ConditionTrue || after != 0 {
+	if c, after := upToDate(ms, nil, now); c.Status != metav1.ConditionTrue || after != 0 {
 		t.Errorf("a standalone set's Machine: %+v, recheck %v", c, after)
 	}
-	if c, _ := upToDate(ms, md, now, now); c.Status != metav1.ConditionTrue {
+	if c, _ := upToDate(ms, md, now); c.Status != metav1.ConditionTrue {
 		t.Errorf("same template: %+v", c)
 	}
 	md.Spec.Template.Spec.Version = "v1.34.0"
-	c, _ := upToDate(ms, md, now, now)
+	c, _ := upToDate(ms, md, now)
 	if c.Status != metav1.ConditionFalse || c.Reason != clusterv1.NotUpToDateReason || c.Message != "* Version v1.33.0, v1.34.0 required" {
 		t.Errorf("new version: %+v", c)
 	}
 
 	md.Spec.Template.Spec.Version = "v1.33.0"
 	md.Spec.Rollout.After = metav1.NewTime(now.Add(time.Hour))
-	if c, after := upToDate(ms, md, now.Add(-time.Hour), now); c.Status != metav1.ConditionTrue || after != time.Hour {
+	ms.CreationTimestamp = metav1.NewTime(now.Add(-time.Hour))
+	if c, after := upToDate(ms, md, now); c.Status != metav1.ConditionTrue || after != time.Hour {
 		t.Errorf("rollout.after ahead: %+v, recheck %v, want a recheck in 1h", c, after)
 	}
 	md.Spec.Rollout.After = metav1.NewTime(now.Add(-time.Minute))
-	if c, _ := upToDate(ms, md, now.Add(-time.Hour), now); c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, rolloutAfterExpired) {
-		t.Errorf("created before an expired rollout.after: %+v", c)
+	// Every Machine of a set made before an expired rollout.after is out of
+	// date, however recently the set made it: the deployment replaces the set.
+	if c, _ := upToDate(ms, md, now); c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, rolloutAfterExpired) {
+		t.Errorf("set created before an expired rollout.after: %+v", c)
 	}
-	if c, _ := upToDate(ms, md, now.Add(-time.Second), now); c.Status != metav1.ConditionTrue {
-		t.Errorf("created after rollout.after: %+v", c)
+	ms.CreationTimestamp = metav1.NewTime(now.Add(-time.Second))
+	if c, _ := upToDate(ms, md, now); c.Status != metav1.ConditionTrue {
+		t.Errorf("set created after rollout.after: %+v", c)
 	}
 }
 

@@ -123,7 +123,7 @@ func (r *Reconciler) setUpToDate(ctx context.Context, s *scope, m *clusterv1.Mac
 		// The deployment that judges these Machines is gone.
 		return 0, nil
 	}
-	cond, after := upToDate(s.ms, s.md, m.CreationTimestamp.Time, s.now)
+	cond, after := upToDate(s.ms, s.md, s.now)
 	if err := conditions.ApplyPaced(ctx, r.Client, r.pacer, m, clusterv1.GroupVersion.WithKind(clusterv1.MachineKind), cond, FieldManager, s.now); err != nil {
 		return after, fmt.Errorf("setting UpToDate on Machine %s: %w", m.Name, err)
 	}

@@ -99,10 +99,13 @@ const rolloutAfterExpired = "MachineDeployment spec.rollout.after expired"
 // upToDate decides a Machine's UpToDate condition. A Machine of a standalone
 // MachineSet (md nil) is up to date. A Machine of a MachineDeployment's set
 // is when the set's template makes what the deployment's template asks for
-// and, once the deployment's rollout.after has passed, the Machine was
-// created after it. recheck is how long until the answer changes by itself
-// (rollout.after still ahead), or 0.
-func upToDate(ms *clusterv1.MachineSet, md *clusterv1.MachineDeployment, created, now time.Time) (cond metav1.Condition, recheck time.Duration) {
+// and, once the deployment's rollout.after has passed, the set was created
+// after it. The set's creation decides, not the Machine's, because the
+// MachineDeployment judges sets that way: a Machine that an outdated set made
+// after rollout.after is replaced with its set, and judging it up to date
+// would leave the rollout unsettled. recheck is how long until the answer
+// changes by itself (rollout.after still ahead), or 0.
+func upToDate(ms *clusterv1.MachineSet, md *clusterv1.MachineDeployment, now time.Time) (cond metav1.Condition, recheck time.Duration) {
 	cond = metav1.Condition{Type: clusterv1.UpToDateCondition, Status: metav1.ConditionTrue, Reason: clusterv1.UpToDateReason}
 	if md == nil {
 		return cond, 0
@@ -111,7 +114,7 @@ func upToDate(ms *clusterv1.MachineSet, md *clusterv1.MachineDeployment, created
 	if after := md.Spec.Rollout.After; !after.IsZero() {
 		if now.Before(after.Time) {
 			recheck = after.Sub(now)
-		} else if !created.After(after.Time) {
+		} else if !ms.CreationTimestamp.After(after.Time) {
 			diffs = append(diffs, rolloutAfterExpired)
 		}
 	}
