@@ -3,14 +3,10 @@
 
 GO        ?= go
 BIN       ?= bin/capstan
-K8S_VER   := $(shell $(GO) list -m -f '{{.Version}}' k8s.io/kubernetes)
-K8S_MINOR := $(word 2,$(subst ., ,$(K8S_VER)))
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS   := -s -w \
-	-X capstan.dev/capstan/internal/version.Version=$(VERSION) \
-	-X k8s.io/component-base/version.gitVersion=$(K8S_VER) \
-	-X k8s.io/component-base/version.gitMajor=1 \
-	-X k8s.io/component-base/version.gitMinor=$(K8S_MINOR)
+# The embedded Kubernetes reports its release from the binary's build
+# information (internal/version), so no Kubernetes ldflags are needed.
+LDFLAGS   := -s -w -X capstan.dev/capstan/internal/version.Version=$(VERSION)
 
 .PHONY: all build up generate test lint
 

@@ -11,6 +11,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
@@ -92,6 +94,20 @@ func TestDownUpKeepsEveryObject(t *testing.T) {
 	if ok, status := p.running(); !ok || !strings.Contains(status, "pid:") || !strings.Contains(status, "since:") {
 		t.Fatalf("status after up (running=%v):\n%s", ok, status)
 	}
+	// The binary is built without Kubernetes' version ldflags (make build
+	// sets none, like go install): the plane still reports its release, which
+	// clients such as clusterctl require.
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(p.dir, "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := discovery.NewDiscoveryClientForConfigOrDie(cfg).ServerVersion()
+	if err != nil || info.Major != "1" || !strings.HasPrefix(info.GitVersion, "v1.") || strings.Contains(info.GitVersion, "master") {
+		t.Errorf("the plane reports version %+v (%v), want Kubernetes v1.x", info, err)
+	}
+	if out, _ := capstan(t, "version"); !strings.Contains(out, "(kubernetes "+info.GitVersion+")") {
+		t.Errorf("capstan version says %q, the plane %s", out, info.GitVersion)
+	}
 	objs := seed(t, p.client())
 	p.down()
 	if _, code := capstan(t, "status", "--state-dir", p.dir); code != 3 {
@@ -136,6 +152,20 @@ func TestStateDirInUseIsRefused(t *testing.T) {
 func TestTakenPortIsReportedAndCanBeMoved(t *testing.T) {
 	p := newPlane(t)
 	p.up()
+	// The binary is built without Kubernetes' version ldflags (make build
+	// sets none, like go install): the plane still reports its release, which
+	// clients such as clusterctl require.
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(p.dir, "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := discovery.NewDiscoveryClientForConfigOrDie(cfg).ServerVersion()
+	if err != nil || info.Major != "1" || !strings.HasPrefix(info.GitVersion, "v1.") || strings.Contains(info.GitVersion, "master") {
+		t.Errorf("the plane reports version %+v (%v), want Kubernetes v1.x", info, err)
+	}
+	if out, _ := capstan(t, "version"); !strings.Contains(out, "(kubernetes "+info.GitVersion+")") {
+		t.Errorf("capstan version says %q, the plane %s", out, info.GitVersion)
+	}
 	objs := seed(t, p.client())
 	p.down()
 
