@@ -176,10 +176,11 @@ func unreachable(key client.ObjectKey, host string, err error, opts Options) *No
 		host, err, key.Namespace, KubeconfigSecretName(key.Name), opts.RetryInterval)
 }
 
-// ping asks the API server whether it is ready. /readyz is readable by any
-// client, so the probe needs no permission beyond a valid identity.
+// ping asks the API server for its root path, which every conformant API
+// server answers; /readyz is optional (upstream's simulated API servers do
+// not serve it) and would report a healthy server as unreachable.
 func (a *accessor) ping(ctx context.Context, timeout time.Duration) error {
-	_, err := a.probe.Get().AbsPath("/readyz").Timeout(timeout).DoRaw(ctx)
+	_, err := a.probe.Get().AbsPath("/").Timeout(timeout).DoRaw(ctx)
 	return err
 }
 

@@ -16,7 +16,7 @@
 //   - Watch starts an informer for a kind (once per watch name and
 //     connection) and feeds its events to a controller through an
 //     EventHandler, e.g. Node events mapped to Machine requests.
-//   - A health probe (GET /readyz every ProbeInterval, at most ProbeTimeout)
+//   - A health probe (GET / every ProbeInterval, at most ProbeTimeout)
 //     checks each connected cluster; after FailureThreshold failures in a row
 //     the connection is closed (informers, watches, idle connections) and
 //     rebuilt on next use. Health reports the state for the Cluster's
