@@ -25,15 +25,16 @@ import (
 func init() { register(newDescribeCommand) }
 
 // mgmtTarget is the management cluster a command reads and writes:
-// --kubeconfig, else the embedded plane when it runs, else $KUBECONFIG (or
-// ~/.kube/config), as kubectl finds it.
+// --kubeconfig, else $KUBECONFIG, else the embedded plane when it runs, else
+// ~/.kube/config. The first two come first, as in kubectl and clusterctl, so
+// a cluster the user named is never passed over for the one running here.
 type mgmtTarget struct {
 	kubeconfig string
 	namespace  string
 }
 
 func (m *mgmtTarget) addFlags(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&m.kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster (default: the running capstan plane's, else $KUBECONFIG)")
+	cmd.Flags().StringVar(&m.kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster (default: $KUBECONFIG, else the running capstan plane's)")
 	cmd.Flags().StringVarP(&m.namespace, "namespace", "n", "default", "namespace of the cluster's objects")
 }
 
@@ -42,6 +43,9 @@ func (m *mgmtTarget) addFlags(cmd *cobra.Command) {
 func (m *mgmtTarget) loadingRules(g *globals) *clientcmd.ClientConfigLoadingRules {
 	if m.kubeconfig != "" {
 		return &clientcmd.ClientConfigLoadingRules{ExplicitPath: m.kubeconfig}
+	}
+	if os.Getenv(clientcmd.RecommendedConfigPathEnvVar) != "" {
+		return clientcmd.NewDefaultClientConfigLoadingRules()
 	}
 	if running, _ := g.dir().Running(); running {
 		return &clientcmd.ClientConfigLoadingRules{ExplicitPath: g.dir().KubeconfigPath()}

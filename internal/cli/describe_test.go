@@ -254,12 +254,17 @@ func TestGetKubeconfigCommand(t *testing.T) {
 	}
 }
 
-// TestManagementClusterChoice: --kubeconfig first, then the running plane
-// of --state-dir, then $KUBECONFIG; for describe and move alike.
+// TestManagementClusterChoice: --kubeconfig first, then $KUBECONFIG, then
+// the running plane of --state-dir, as kubectl and clusterctl choose; for
+// describe and move alike. A move from another cluster than the one the user
+// named is the accident this order prevents.
 func TestManagementClusterChoice(t *testing.T) {
 	ns := env.Namespace(t)
 	createTestCluster(t, ns, time.Now())
 	bogus := filepath.Join(t.TempDir(), "bogus.kubeconfig")
+	if err := os.WriteFile(bogus, []byte("not: a kubeconfig"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	stopped := t.TempDir()
 	describeWith := func(args ...string) error {
 		_, _, err := runCapstan(t, append([]string{"describe", "cluster", "demo", "-n", ns, "-o", "json"}, args...)...)
@@ -271,31 +276,34 @@ func TestManagementClusterChoice(t *testing.T) {
 		return err
 	}
 	t.Setenv("KUBECONFIG", bogus)
-	if err := describeWith("--state-dir", env.StateDir); err != nil {
-		t.Errorf("the running plane's kubeconfig was not used before $KUBECONFIG: %v", err)
+	if err := describeWith("--state-dir", env.StateDir); err == nil {
+		t.Error("the running plane was used although $KUBECONFIG names another cluster")
 	}
-	if err := moveWith("--state-dir", env.StateDir); err != nil {
-		t.Errorf("move: the running plane's kubeconfig was not used before $KUBECONFIG: %v", err)
+	if err := moveWith("--state-dir", env.StateDir); err == nil {
+		t.Error("move: the running plane was used although $KUBECONFIG names another cluster")
 	}
-	if err := describeWith("--state-dir", stopped); err == nil {
-		t.Error("a bogus $KUBECONFIG worked")
+	if err := describeWith("--state-dir", stopped, "--kubeconfig", envKubeconfig()); err != nil {
+		t.Errorf("--kubeconfig did not come before $KUBECONFIG: %v", err)
 	}
 	t.Setenv("KUBECONFIG", envKubeconfig())
 	if err := describeWith("--state-dir", stopped); err != nil {
-		t.Errorf("$KUBECONFIG was not used when no plane runs: %v", err)
-	}
-	// A stopped plane's kubeconfig left behind is not a management cluster.
-	if err := os.WriteFile(filepath.Join(stopped, "kubeconfig"), []byte("not: a kubeconfig"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := moveWith("--state-dir", stopped); err != nil {
-		t.Errorf("move used a stopped plane's kubeconfig instead of $KUBECONFIG: %v", err)
+		t.Errorf("$KUBECONFIG was not used: %v", err)
 	}
 	if err := describeWith("--state-dir", stopped, "--kubeconfig", bogus); err == nil || !strings.Contains(err.Error(), "--kubeconfig "+bogus) {
 		t.Errorf("--kubeconfig did not come first: %v", err)
 	}
 	t.Setenv("KUBECONFIG", "")
 	t.Setenv("HOME", t.TempDir())
+	if err := describeWith("--state-dir", env.StateDir); err != nil {
+		t.Errorf("the running plane was not used without --kubeconfig and $KUBECONFIG: %v", err)
+	}
+	if err := moveWith("--state-dir", env.StateDir); err != nil {
+		t.Errorf("move: the running plane was not used without --kubeconfig and $KUBECONFIG: %v", err)
+	}
+	// A stopped plane's kubeconfig left behind is not a management cluster.
+	if err := os.WriteFile(filepath.Join(stopped, "kubeconfig"), []byte("not: a kubeconfig"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if err := describeWith("--state-dir", stopped); err == nil || !strings.Contains(err.Error(), "no management cluster") {
 		t.Errorf("without any management cluster: %v", err)
 	}

@@ -42,7 +42,7 @@ the source objects are deleted without running their finalizers, and the
 clusters are unpaused where they now live. Machines keep running throughout.
 
 An interrupted move continues when run again with the same flags. The source
-is --kubeconfig, else the running capstan plane, else $KUBECONFIG (as for get
+is --kubeconfig, else $KUBECONFIG, else the running capstan plane (as for get
 and describe); --from-directory writes to it. Exit code 0 on success, 1 when the
 move stopped (the message names the object and the step).`,
 		Args: cobra.NoArgs,
@@ -51,7 +51,7 @@ move stopped (the message names the object and the step).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the source management cluster (default: the running capstan plane's, else $KUBECONFIG)")
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the source management cluster (default: $KUBECONFIG, else the running capstan plane's)")
 	f.StringVar(&o.toKubeconfig, "to-kubeconfig", "", "kubeconfig of the target management cluster")
 	f.StringVar(&o.toDirectory, "to-directory", "", "write the objects as YAML files into this directory and delete them from the source")
 	f.StringVar(&o.fromDirectory, "from-directory", "", "create the objects of a directory written by --to-directory in the management cluster")

@@ -56,7 +56,7 @@ kcp/demo-control-plane.`,
 				return runRollout(cmd.Context(), c, cmd.OutOrStdout(), op.name, ref, target.namespace, toRevision, time.Now())
 			},
 		}
-		sub.Flags().StringVar(&target.kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster (default: the running capstan plane's, else $KUBECONFIG)")
+		sub.Flags().StringVar(&target.kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster (default: $KUBECONFIG, else the running capstan plane's)")
 		sub.Flags().StringVarP(&target.namespace, "namespace", "n", "default", "namespace of the object")
 		if op.name == "undo" {
 			sub.Flags().Int64Var(&toRevision, "to-revision", 0, "revision to roll back to (default: the one before the current)")
