@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,6 +16,7 @@ import (
 
 	"capstan.dev/capstan/internal/deploy"
 	"capstan.dev/capstan/internal/install"
+	"capstan.dev/capstan/internal/inventory"
 	"capstan.dev/capstan/internal/scheme"
 	"capstan.dev/capstan/internal/version"
 )
@@ -106,6 +109,11 @@ func runInit(cmd *cobra.Command, g *globals, o *initOptions) error {
 		return err
 	}
 	fmt.Fprintf(out, "Applied %d objects.\n", len(objs))
+	res, err := install.RecordProviders(ctx, c, opts, version.Version, o.timeout)
+	if err != nil {
+		return fmt.Errorf("%w; the objects are applied: run `capstan init` again to finish", err)
+	}
+	printInventory(out, res)
 	if !o.wait {
 		return nil
 	}
@@ -114,6 +122,24 @@ func runInit(cmd *cobra.Command, g *globals, o *initOptions) error {
 	}
 	fmt.Fprintf(out, "Capstan %s is installed and its manager is running.\n", version.Version)
 	return nil
+}
+
+// printInventory says what was written into clusterctl's inventory, if
+// anything.
+func printInventory(out io.Writer, res inventory.Result) {
+	if !res.Changed() {
+		return
+	}
+	fmt.Fprintf(out, "Recorded the providers in clusterctl's inventory (namespace %s):", deploy.Namespace)
+	for _, part := range []struct {
+		verb  string
+		names []string
+	}{{"created", res.Created}, {"updated", res.Updated}, {"removed", res.Deleted}} {
+		if len(part.names) > 0 {
+			fmt.Fprintf(out, " %s %s;", part.verb, strings.Join(part.names, ", "))
+		}
+	}
+	fmt.Fprintln(out)
 }
 
 // targetClient is a client for the cluster of --kubeconfig, else of

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"maps"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,7 +11,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	clusterctlv1 "capstan.dev/capstan/api/clusterctl/v1alpha3"
 	"capstan.dev/capstan/internal/deploy"
+	"capstan.dev/capstan/internal/inventory"
+	"capstan.dev/capstan/internal/version"
 )
 
 // runCapstan runs the command line in this process and returns its output.
@@ -54,6 +58,13 @@ func TestInitUpgradeDelete(t *testing.T) {
 		t.Fatalf("namespace after init: %v, annotations %v; want the version recorded", err, ns.Annotations)
 	}
 
+	// init recorded what the manager runs in clusterctl's inventory.
+	current := inventory.Version(version.Version)
+	want := map[string]string{"cluster-api": current, "bootstrap-kubeadm": current, "control-plane-kubeadm": current, "infrastructure-local": current}
+	if got := inventoryVersions(t); !maps.Equal(got, want) {
+		t.Errorf("clusterctl's inventory after init = %v, want %v", got, want)
+	}
+
 	out, err = runInstallCommand(t, "upgrade", "plan", "--kubeconfig", kubeconfig)
 	if err != nil || !strings.Contains(out, "is up to date") {
 		t.Errorf("upgrade plan: %v\n%s\nwant up to date", err, out)
@@ -71,6 +82,23 @@ func TestInitUpgradeDelete(t *testing.T) {
 		t.Errorf("upgrade plan over v0.0.1: %v\n%s", err, out)
 	}
 
+	// An installation of v0.0.1: upgrade apply brings the inventory to this
+	// version (and then times out waiting for a manager no Deployment
+	// controller starts here).
+	for _, p := range inventoryItems(t) {
+		old := client.RawPatch("application/merge-patch+json", []byte(`{"version":"v0.0.1"}`))
+		if err := env.Client.Patch(ctx, &p, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err = runInstallCommand(t, "upgrade", "apply", "--kubeconfig", kubeconfig, "--timeout", "3s")
+	if err == nil || !strings.Contains(err.Error(), "not ready after 3s") {
+		t.Errorf("upgrade apply without a Deployment controller: %v\n%s\nwant a timeout waiting for the manager", err, out)
+	}
+	if got := inventoryVersions(t); !maps.Equal(got, want) || !strings.Contains(out, "clusterctl's inventory") {
+		t.Errorf("clusterctl's inventory after upgrade apply = %v, want %v, and said so:\n%s", got, want, out)
+	}
+
 	out, err = runInstallCommand(t, "delete", "--kubeconfig", kubeconfig, "--timeout", "1m")
 	if err != nil || !strings.Contains(out, "CRDs and every Cluster API object are kept") {
 		t.Fatalf("delete: %v\n%s", err, out)
@@ -78,4 +106,24 @@ func TestInitUpgradeDelete(t *testing.T) {
 	if out, err := runInstallCommand(t, "upgrade", "plan", "--kubeconfig", kubeconfig); err == nil || !strings.Contains(err.Error(), "capstan init") {
 		t.Errorf("upgrade plan after delete: %v\n%s\nwant not installed", err, out)
 	}
+}
+
+func inventoryItems(t *testing.T) []clusterctlv1.Provider {
+	t.Helper()
+	list := &clusterctlv1.ProviderList{}
+	if err := env.Client.List(context.Background(), list, client.InNamespace(deploy.Namespace)); err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+// inventoryVersions maps the Provider objects in capstan-system to their
+// versions.
+func inventoryVersions(t *testing.T) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, p := range inventoryItems(t) {
+		out[p.Name] = p.Version
+	}
+	return out
 }

@@ -20,6 +20,8 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"capstan.dev/capstan/internal/deploy"
+	"capstan.dev/capstan/internal/inventory"
 	"capstan.dev/capstan/internal/manager"
 	"capstan.dev/capstan/internal/mgmt"
 	"capstan.dev/capstan/internal/providers/local"
@@ -85,7 +87,12 @@ func runForeground(cmd *cobra.Command, dir mgmt.StateDir, o *upOptions) error {
 	defer cancel()
 
 	started := time.Now()
-	plane, err := mgmt.Start(startCtx, mgmt.Options{StateDir: dir, APIServerPort: o.apiPort, Version: version.Version})
+	// The plane records its providers in clusterctl's inventory in the
+	// namespace an installed manager would run in. It does so also with
+	// --controllers=false: the plane serves these providers' kinds, and the
+	// `capstan manager` that runs them then is meant to run the same ones.
+	plane, err := mgmt.Start(startCtx, mgmt.Options{StateDir: dir, APIServerPort: o.apiPort, Version: version.Version,
+		Inventory: &inventory.Installed{Namespace: deploy.Namespace, Version: version.Version, Local: true}})
 	if err != nil {
 		if notify != nil {
 			fmt.Fprintf(notify, "error %s\n", strings.ReplaceAll(err.Error(), "\n", " "))

@@ -35,7 +35,7 @@ func newUpgradeCommand(*globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Minute)
 			defer cancel()
-			c, path, objs, err := upgradeTarget(ctx, kubeconfig)
+			c, path, objs, _, err := upgradeTarget(ctx, kubeconfig)
 			if err != nil {
 				return err
 			}
@@ -59,7 +59,7 @@ an interrupted upgrade resumes where it stopped when run again.`,
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout+5*time.Minute)
 			defer cancel()
 			out := cmd.OutOrStdout()
-			c, path, objs, err := upgradeTarget(ctx, kubeconfig)
+			c, path, objs, opts, err := upgradeTarget(ctx, kubeconfig)
 			if err != nil {
 				return err
 			}
@@ -81,6 +81,12 @@ an interrupted upgrade resumes where it stopped when run again.`,
 			if err := install.WaitCRDs(ctx, c, crds, out, timeout); err != nil {
 				return err
 			}
+			// clusterctl reads the installed versions from its inventory.
+			res, err := install.RecordProviders(ctx, c, opts, version.Version, timeout)
+			if err != nil {
+				return fmt.Errorf("%w; run `capstan upgrade apply` again to resume", err)
+			}
+			printInventory(out, res)
 			if pending, err := install.Pending(ctx, c, crds); err != nil {
 				return err
 			} else if len(pending) > 0 {
@@ -109,20 +115,21 @@ an interrupted upgrade resumes where it stopped when run again.`,
 
 // upgradeTarget returns a client for the installation and this binary's
 // objects, configured as the installed manager is (the local provider's
-// directory is kept).
-func upgradeTarget(ctx context.Context, kubeconfig string) (client.Client, string, []client.Object, error) {
+// directory is kept), with the options they were made from.
+func upgradeTarget(ctx context.Context, kubeconfig string) (client.Client, string, []client.Object, deploy.Options, error) {
+	var opts deploy.Options
 	c, path, err := targetClient(kubeconfig)
 	if err != nil {
-		return nil, "", nil, err
+		return nil, "", nil, opts, err
 	}
 	in, err := install.Inspect(ctx, c)
 	if err != nil {
-		return nil, path, nil, fmt.Errorf("cluster of %s: %w", path, err)
+		return nil, path, nil, opts, fmt.Errorf("cluster of %s: %w", path, err)
 	}
 	if !in.Found {
-		return nil, path, nil, fmt.Errorf("Capstan is not installed in the cluster of %s: run `capstan init --kubeconfig %s`", path, path)
+		return nil, path, nil, opts, fmt.Errorf("Capstan is not installed in the cluster of %s: run `capstan init --kubeconfig %s`", path, path)
 	}
-	opts := deploy.Options{Image: deploy.Image(version.Version), Version: version.Version}
+	opts = deploy.Options{Image: deploy.Image(version.Version), Version: version.Version}
 	d := &appsv1.Deployment{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: deploy.Namespace, Name: deploy.ManagerName}, d); err == nil {
 		for _, ctr := range d.Spec.Template.Spec.Containers {
@@ -134,7 +141,7 @@ func upgradeTarget(ctx context.Context, kubeconfig string) (client.Client, strin
 		}
 	}
 	objs, err := deploy.Objects(opts)
-	return c, path, objs, err
+	return c, path, objs, opts, err
 }
 
 func printPlan(out io.Writer, path string, p install.Plan) {

@@ -30,8 +30,10 @@ const FieldManager = "capstan"
 
 // Installed is what a cluster holds of Capstan.
 type Installed struct {
-	// Found is true when the capstan-system namespace or the manager
-	// Deployment exists.
+	// Found is true when the manager Deployment exists, or the
+	// capstan-system namespace records a version. A namespace that records
+	// none and holds no manager is not an installation: the embedded plane
+	// (capstan up) keeps clusterctl's inventory there.
 	Found bool
 	// Version is the recorded version; empty when none is recorded (for
 	// example, installed with kubectl apply -f capstan.yaml).
@@ -49,8 +51,8 @@ func Inspect(ctx context.Context, c client.Client) (Installed, error) {
 	case err != nil:
 		return in, fmt.Errorf("reading namespace %s: %w", deploy.Namespace, err)
 	case ns.DeletionTimestamp == nil:
-		in.Found = true
 		in.Version = ns.Annotations[deploy.VersionAnnotation]
+		in.Found = in.Version != ""
 	}
 	d := &appsv1.Deployment{}
 	switch err := c.Get(ctx, client.ObjectKey{Namespace: deploy.Namespace, Name: deploy.ManagerName}, d); {

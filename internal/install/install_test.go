@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	clusterctlv1 "capstan.dev/capstan/api/clusterctl/v1alpha3"
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/deploy"
 	"capstan.dev/capstan/internal/install"
@@ -284,4 +288,67 @@ func TestDeleteKeepsCRDsAndRefusesWhileClustersExist(t *testing.T) {
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cluster), cluster); err != nil {
 		t.Errorf("the Cluster after Delete without CRDs: %v", err)
 	}
+}
+
+// init and upgrade apply record the installation in clusterctl's inventory
+// in capstan-system: the core and kubeadm providers, the local one when the
+// manager runs it; an unchanged installation writes nothing, a new version
+// updates the entries and a provider no longer run is removed.
+func TestRecordProvidersAtInitAndUpgrade(t *testing.T) {
+	ctx := context.Background()
+	opts := deploy.Options{Image: deploy.Image("v9.0.0"), Version: "v9.0.0", LocalDir: t.TempDir()}
+	objs, err := deploy.Objects(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = install.Delete(context.Background(), env.Client, objs, install.DeleteOptions{Timeout: time.Minute, Out: io.Discard})
+	})
+	if err := install.Apply(ctx, env.Client, objs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := install.RecordProviders(ctx, env.Client, opts, "v9.0.0", 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"cluster-api": "v9.0.0", "bootstrap-kubeadm": "v9.0.0", "control-plane-kubeadm": "v9.0.0", "infrastructure-local": "v9.0.0"}
+	if got := inventoryVersions(t); !maps.Equal(got, want) {
+		t.Errorf("inventory after init = %v, want %v", got, want)
+	}
+	if res, err := install.RecordProviders(ctx, env.Client, opts, "v9.0.0", 30*time.Second); err != nil || res.Changed() {
+		t.Errorf("recording the same installation again = %+v, %v; want no write", res, err)
+	}
+
+	next := deploy.Options{Image: deploy.Image("v9.1.0"), Version: "v9.1.0"}
+	if objs, err = deploy.Objects(next); err != nil {
+		t.Fatal(err)
+	}
+	if err := install.Apply(ctx, env.Client, objs); err != nil {
+		t.Fatal(err)
+	}
+	res, err := install.RecordProviders(ctx, env.Client, next, "v9.1.0", 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Updated) != 3 || !slices.Equal(res.Deleted, []string{"infrastructure-local"}) || len(res.Created) != 0 {
+		t.Errorf("recording the upgrade = %+v, want 3 updated and infrastructure-local removed", res)
+	}
+	want = map[string]string{"cluster-api": "v9.1.0", "bootstrap-kubeadm": "v9.1.0", "control-plane-kubeadm": "v9.1.0"}
+	if got := inventoryVersions(t); !maps.Equal(got, want) {
+		t.Errorf("inventory after upgrade = %v, want %v", got, want)
+	}
+}
+
+// inventoryVersions maps the Provider objects in capstan-system to their
+// versions.
+func inventoryVersions(t *testing.T) map[string]string {
+	t.Helper()
+	list := &clusterctlv1.ProviderList{}
+	if err := env.Client.List(context.Background(), list, client.InNamespace(deploy.Namespace)); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, p := range list.Items {
+		out[p.Name] = p.Version
+	}
+	return out
 }

@@ -14,6 +14,8 @@ import (
 	"google.golang.org/grpc/grpclog"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
+
+	"capstan.dev/capstan/internal/inventory"
 )
 
 // Options configure a management plane.
@@ -26,6 +28,10 @@ type Options struct {
 	Version string
 	// EtcdLogLevel is etcd's log level (debug, info, warn, error).
 	EtcdLogLevel string
+	// Inventory, when set, lists the providers this plane runs; they are
+	// recorded in clusterctl's provider inventory once the CRDs are
+	// installed, so that upstream clusterctl recognises the plane.
+	Inventory *inventory.Installed
 }
 
 // Plane is a running management plane.
@@ -81,7 +87,8 @@ func (e *PortInUseError) Error() string {
 func (e *PortInUseError) Unwrap() error { return e.Err }
 
 // Start brings a plane up over opts.StateDir and returns once it is ready:
-// etcd and the API server answer, the CRDs are Established, the
+// etcd and the API server answer, the CRDs are Established, the providers
+// are recorded in clusterctl's inventory (with opts.Inventory), the
 // controllers run and the kubeconfig is written.
 func Start(ctx context.Context, opts Options) (_ *Plane, err error) {
 	dir := opts.StateDir
@@ -139,6 +146,11 @@ func Start(ctx context.Context, opts Options) (_ *Plane, err error) {
 
 	if err := InstallCRDs(ctx, p.Admin); err != nil {
 		return nil, err
+	}
+	if opts.Inventory != nil {
+		if err := recordInventory(ctx, p.Admin, *opts.Inventory); err != nil {
+			return nil, err
+		}
 	}
 
 	ctrlCtx, stopControllers := context.WithCancel(klog.NewContext(context.Background(), klog.Background().WithName("controllers")))
