@@ -52,8 +52,9 @@ type kind struct {
 
 // discoverKinds lists the kinds a move considers: Secrets, ConfigMaps and
 // every custom kind, namespaced or cluster-scoped, whose CRD carries a
-// Cluster API contract, provider or clusterctl label, at the version the
-// contract label names (else the storage version).
+// Cluster API contract, provider or clusterctl label (clusterctl's own
+// inventory excepted), at the version the contract label names (else the
+// storage version).
 func discoverKinds(ctx context.Context, c client.Client) ([]kind, error) {
 	crds := &apiextensionsv1.CustomResourceDefinitionList{}
 	if err := c.List(ctx, crds); err != nil {
@@ -96,7 +97,15 @@ func discoverKinds(ctx context.Context, c client.Client) ([]kind, error) {
 	return kinds, nil
 }
 
+// clusterctlCoreLabel marks clusterctl's own objects, such as its inventory
+// CRD; clusterctl never moves them, and each management cluster records its
+// own providers.
+const clusterctlCoreLabel = "clusterctl.cluster.x-k8s.io/core"
+
 func selected(labels map[string]string) bool {
+	if _, ok := labels[clusterctlCoreLabel]; ok {
+		return false
+	}
 	for l := range labels {
 		if l == contractLabel || l == providerLabel || l == clusterctlLabel || strings.HasPrefix(l, clusterctlLabel+"/") {
 			return true
