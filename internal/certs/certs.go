@@ -3,8 +3,8 @@ package certs
 import (
 	"crypto"
 	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/x509"
 	"crypto/x509/pkix"
@@ -46,11 +46,17 @@ type Request struct {
 	Server, Client bool
 	// Lifetime is the validity from now; zero means DefaultLifetime.
 	Lifetime time.Duration
+	// KeyAlgorithm is the algorithm of the leaf's new key; empty means
+	// DefaultKeyAlgorithm. It need not be the CA's: kubeadm issues every
+	// certificate with the cluster's configured algorithm, whatever key the
+	// (possibly user-supplied, possibly older) CA has.
+	KeyAlgorithm KeyAlgorithm
 }
 
-// NewCA creates a self-signed certificate authority.
-func NewCA(commonName string, now time.Time, lifetime time.Duration) (*KeyPair, error) {
-	key, err := newKey()
+// NewCA creates a self-signed certificate authority with a new key of
+// algorithm alg ("" means DefaultKeyAlgorithm).
+func NewCA(commonName string, alg KeyAlgorithm, now time.Time, lifetime time.Duration) (*KeyPair, error) {
+	key, err := alg.newKey()
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +77,7 @@ func (ca *KeyPair) Issue(req Request, now time.Time) (*KeyPair, error) {
 	if !ca.Cert.IsCA {
 		return nil, fmt.Errorf("certificate %q is not a certificate authority", ca.Cert.Subject.CommonName)
 	}
-	key, err := newKey()
+	key, err := req.KeyAlgorithm.newKey()
 	if err != nil {
 		return nil, err
 	}
@@ -119,12 +125,19 @@ func (kp *KeyPair) CertPEM() []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: kp.Cert.Raw})
 }
 
-// KeyPEM is the private key in PEM (SEC 1 for ECDSA, PKCS #8 otherwise).
+// KeyPEM is the private key in PEM: PKCS #1 ("RSA PRIVATE KEY") for RSA,
+// SEC 1 ("EC PRIVATE KEY") for ECDSA, PKCS #8 otherwise.
 func (kp *KeyPair) KeyPEM() ([]byte, error) { return encodeKey(kp.Key) }
 
+// encodeKey writes RSA and ECDSA keys in their algorithm-specific forms
+// rather than PKCS #8: that is how kubeadm writes them, and what tools
+// reading a cluster's CA Secrets or pki directory look for.
 func encodeKey(key crypto.Signer) ([]byte, error) {
-	if ec, ok := key.(*ecdsa.PrivateKey); ok {
-		der, err := x509.MarshalECPrivateKey(ec)
+	switch k := key.(type) {
+	case *rsa.PrivateKey:
+		return pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)}), nil
+	case *ecdsa.PrivateKey:
+		der, err := x509.MarshalECPrivateKey(k)
 		if err != nil {
 			return nil, err
 		}
@@ -151,7 +164,9 @@ func ParseCert(certPEM []byte) (*x509.Certificate, error) {
 	}
 }
 
-// ParseKey reads a PEM private key in SEC 1, PKCS #1 or PKCS #8 form.
+// ParseKey reads a PEM private key in SEC 1, PKCS #1 or PKCS #8 form, so
+// that keys written by kubeadm, by other tools, and by earlier Capstan
+// releases (which made ECDSA keys) all load.
 func ParseKey(keyPEM []byte) (crypto.Signer, error) {
 	for rest := keyPEM; ; {
 		var b *pem.Block
@@ -241,9 +256,10 @@ func PublicKeyPin(cert *x509.Certificate) string {
 }
 
 // NewServiceAccountKey creates the key pair the API server signs service
-// account tokens with, as PEM private and public keys.
-func NewServiceAccountKey() (keyPEM, pubPEM []byte, err error) {
-	key, err := newKey()
+// account tokens with, as PEM private and public keys, with algorithm alg
+// ("" means DefaultKeyAlgorithm).
+func NewServiceAccountKey(alg KeyAlgorithm) (keyPEM, pubPEM []byte, err error) {
+	key, err := alg.newKey()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -301,8 +317,6 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 	}
 	return os.Rename(tmp.Name(), path)
 }
-
-func newKey() (*ecdsa.PrivateKey, error) { return ecdsa.GenerateKey(elliptic.P256(), rand.Reader) }
 
 func newSerial() *big.Int {
 	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))

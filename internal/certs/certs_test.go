@@ -15,7 +15,7 @@ import (
 
 func TestIssueChainsToCA(t *testing.T) {
 	now := time.Now()
-	ca, err := NewCA("test-ca", now, 24*time.Hour)
+	ca, err := NewCA("test-ca", DefaultKeyAlgorithm, now, 24*time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,11 +41,11 @@ func TestIssueChainsToCA(t *testing.T) {
 
 func TestWriteLoadRoundTripAndMismatch(t *testing.T) {
 	dir := t.TempDir()
-	ca, err := NewCA("ca", time.Now(), time.Hour)
+	ca, err := NewCA("ca", DefaultKeyAlgorithm, time.Now(), time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := NewCA("other", time.Now(), time.Hour)
+	other, err := NewCA("other", DefaultKeyAlgorithm, time.Now(), time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestPublicKeyPinMatchesOpenSSL(t *testing.T) {
 	if err != nil {
 		t.Skip("openssl not installed")
 	}
-	ca, err := NewCA("ca", time.Now(), time.Hour)
+	ca, err := NewCA("ca", DefaultKeyAlgorithm, time.Now(), time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestPublicKeyPinMatchesOpenSSL(t *testing.T) {
 
 func TestKubeconfigLoads(t *testing.T) {
 	now := time.Now()
-	ca, _ := NewCA("ca", now, time.Hour)
+	ca, _ := NewCA("ca", DefaultKeyAlgorithm, now, time.Hour)
 	admin, err := ca.Issue(Request{CommonName: "kubernetes-admin", Organization: []string{"system:masters"}, Client: true}, now)
 	if err != nil {
 		t.Fatal(err)
@@ -116,7 +116,7 @@ func TestKubeconfigLoads(t *testing.T) {
 }
 
 func TestServiceAccountKey(t *testing.T) {
-	keyPEM, pubPEM, err := NewServiceAccountKey()
+	keyPEM, pubPEM, err := NewServiceAccountKey(DefaultKeyAlgorithm)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,8 +85,17 @@ func IsMissing(err error) bool {
 type Option func(*options)
 
 type options struct {
-	caLifetime time.Duration
-	now        func() time.Time
+	caLifetime   time.Duration
+	keyAlgorithm KeyAlgorithm
+	now          func() time.Time
+}
+
+// WithKeyAlgorithm sets the algorithm of the keys of generated CAs and of
+// the service-account key (default DefaultKeyAlgorithm). Secrets that exist
+// keep their keys, whatever their algorithm: replacing a CA would cut off
+// every machine and client of a running cluster.
+func WithKeyAlgorithm(a KeyAlgorithm) Option {
+	return func(o *options) { o.keyAlgorithm = a }
 }
 
 // WithCALifetime sets the validity of generated CAs (default DefaultCALifetime).
@@ -173,13 +182,13 @@ func LookupOrGenerate(ctx context.Context, c client.Client, cluster client.Objec
 
 func generate(p Purpose, o options) (map[string][]byte, error) {
 	if p == ServiceAccount {
-		key, pub, err := NewServiceAccountKey()
+		key, pub, err := NewServiceAccountKey(o.keyAlgorithm)
 		if err != nil {
 			return nil, err
 		}
 		return map[string][]byte{KeyKey: key, CertKey: pub}, nil
 	}
-	ca, err := NewCA(caCommonNames[p], o.now(), o.caLifetime)
+	ca, err := NewCA(caCommonNames[p], o.keyAlgorithm, o.now(), o.caLifetime)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,8 @@ package certs_test
 
 import (
 	"context"
+	"crypto/x509"
+	"encoding/pem"
 	"strings"
 	"sync"
 	"testing"
@@ -101,7 +103,7 @@ func TestLookupOrGenerateCreatesTheContractSecretsOnce(t *testing.T) {
 func TestLookupOrGenerateHonoursUserCA(t *testing.T) {
 	ctx := context.Background()
 	cluster, owner := newCluster(t)
-	userCA, err := certs.NewCA("my-ca", time.Now(), time.Hour*24*30)
+	userCA, err := certs.NewCA("my-ca", certs.DefaultKeyAlgorithm, time.Now(), time.Hour*24*30)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +146,7 @@ func TestLookupOrGenerateRejectsInvalidUserSecret(t *testing.T) {
 			cluster, owner := newCluster(t)
 			data := tc.data
 			if data == nil {
-				ca, _ := certs.NewCA("x", time.Now(), time.Hour)
+				ca, _ := certs.NewCA("x", certs.DefaultKeyAlgorithm, time.Now(), time.Hour)
 				leaf, _ := ca.Issue(certs.Request{CommonName: "leaf", Client: true}, time.Now())
 				k, _ := leaf.KeyPEM()
 				data = map[string][]byte{"tls.crt": leaf.CertPEM(), "tls.key": k}
@@ -201,13 +203,13 @@ func TestLookupOrGenerateRaceConverges(t *testing.T) {
 
 func TestFilesLayout(t *testing.T) {
 	mk := func() *certs.KeyPair {
-		ca, err := certs.NewCA("x", time.Now(), time.Hour)
+		ca, err := certs.NewCA("x", certs.DefaultKeyAlgorithm, time.Now(), time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return ca
 	}
-	key, pub, err := certs.NewServiceAccountKey()
+	key, pub, err := certs.NewServiceAccountKey(certs.DefaultKeyAlgorithm)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,5 +242,120 @@ func TestFilesLayout(t *testing.T) {
 	cc.EtcdCA = nil
 	if _, err := cc.Files(""); err == nil {
 		t.Error("a missing CA must be an error")
+	}
+}
+
+// keyOf reads a Secret's tls.key and names its PEM block and algorithm.
+func keyOf(t *testing.T, s *corev1.Secret) (block string, alg certs.KeyAlgorithm) {
+	t.Helper()
+	b, _ := pem.Decode(s.Data[certs.KeyKey])
+	if b == nil {
+		t.Fatalf("%s: tls.key is not PEM", s.Name)
+	}
+	key, err := certs.ParseKey(s.Data[certs.KeyKey])
+	if err != nil {
+		t.Fatalf("%s: %v", s.Name, err)
+	}
+	alg, err = certs.KeyAlgorithmOf(key.Public())
+	if err != nil {
+		t.Fatalf("%s: %v", s.Name, err)
+	}
+	return b.Type, alg
+}
+
+// TestLookupOrGenerateKeyAlgorithm: the generated CAs and service-account
+// key are RSA-2048 in PKCS #1 unless the cluster asks for another algorithm.
+func TestLookupOrGenerateKeyAlgorithm(t *testing.T) {
+	for _, tc := range []struct {
+		alg       certs.KeyAlgorithm
+		want      certs.KeyAlgorithm
+		wantBlock string
+	}{
+		{alg: "", want: certs.RSA2048, wantBlock: "RSA PRIVATE KEY"},
+		{alg: certs.ECDSAP384, want: certs.ECDSAP384, wantBlock: "EC PRIVATE KEY"},
+	} {
+		t.Run(string(tc.want), func(t *testing.T) {
+			cluster, owner := newCluster(t)
+			cc, err := certs.LookupOrGenerate(context.Background(), env.Client, client.ObjectKeyFromObject(cluster), owner, certs.WithKeyAlgorithm(tc.alg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range []certs.Purpose{certs.ClusterCA, certs.EtcdCA, certs.FrontProxyCA, certs.ServiceAccount} {
+				s := secret(t, cluster.Namespace, certs.SecretName(cluster.Name, p))
+				if block, alg := keyOf(t, s); block != tc.wantBlock || alg != tc.want {
+					t.Errorf("%s: %s key in a %q block, want %s in %q", s.Name, alg, block, tc.want, tc.wantBlock)
+				}
+			}
+			if alg, err := certs.KeyAlgorithmOf(cc.CA.Cert.PublicKey); err != nil || alg != tc.want {
+				t.Errorf("cluster CA certificate key %s, %v", alg, err)
+			}
+		})
+	}
+}
+
+// TestLookupOrGenerateKeepsExistingECDSASecrets: clusters made when
+// Capstan generated ECDSA keys keep their CAs; only missing Secrets are
+// generated, with the algorithm asked for.
+func TestLookupOrGenerateKeepsExistingECDSASecrets(t *testing.T) {
+	ctx := context.Background()
+	cluster, owner := newCluster(t)
+	oldCA, err := certs.NewCA("kubernetes", certs.ECDSAP256, time.Now(), time.Hour*24*30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caKey, err := oldCA.KeyPEM() // SEC 1, as earlier releases wrote it
+	if err != nil {
+		t.Fatal(err)
+	}
+	saKey, saPub, err := certs.NewServiceAccountKey(certs.ECDSAP256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The service-account key as PKCS #8, as other tools write it.
+	parsed, err := certs.ParseKey(saKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(parsed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	existing := map[string]map[string][]byte{
+		"c1-ca": {certs.CertKey: oldCA.CertPEM(), certs.KeyKey: caKey},
+		"c1-sa": {certs.CertKey: saPub, certs.KeyKey: pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})},
+	}
+	versions := map[string]string{}
+	for name, data := range existing {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: cluster.Namespace, Name: name}, Type: certs.ClusterSecretType, Data: data}
+		if err := env.Client.Create(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		versions[name] = s.ResourceVersion
+	}
+
+	cc, err := certs.LookupOrGenerate(ctx, env.Client, client.ObjectKeyFromObject(cluster), owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cc.CA.Cert.Equal(oldCA.Cert) || string(cc.ServiceAccountKey) != string(existing["c1-sa"][certs.KeyKey]) {
+		t.Error("the existing CA and service-account key must be the ones in use")
+	}
+	for name, rv := range versions {
+		if s := secret(t, cluster.Namespace, name); s.ResourceVersion != rv {
+			t.Errorf("%s was rewritten", name)
+		}
+	}
+	for _, name := range []string{"c1-etcd", "c1-proxy"} {
+		if block, alg := keyOf(t, secret(t, cluster.Namespace, name)); alg != certs.RSA2048 || block != "RSA PRIVATE KEY" {
+			t.Errorf("generated %s: %s in %q, want RSA-2048 in PKCS #1", name, alg, block)
+		}
+	}
+	// Leaves issued now from the old CA get the cluster's algorithm.
+	leaf, err := cc.CA.Issue(certs.Request{CommonName: "kube-apiserver", Server: true}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if alg, _ := certs.KeyAlgorithmOf(leaf.Cert.PublicKey); alg != certs.RSA2048 || leaf.Cert.CheckSignatureFrom(oldCA.Cert) != nil {
+		t.Errorf("leaf from the old CA: %s key, signature %v", alg, leaf.Cert.CheckSignatureFrom(oldCA.Cert))
 	}
 }

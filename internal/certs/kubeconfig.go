@@ -34,20 +34,23 @@ func KubeconfigSecretName(cluster string) string { return cluster + "-kubeconfig
 // EnsureKubeconfig keeps the Secret <cluster>-kubeconfig holding an admin
 // kubeconfig for the workload cluster: server https://<endpoint>, the
 // cluster CA, and a client certificate (CN kubernetes-admin, O
-// system:masters) issued by ca.
+// system:masters) issued by ca with a new key of algorithm alg, the
+// cluster's configured one.
 //
 // The Secret is created when missing. An existing Secret is rewritten only
 // when it is ours, i.e. carries an owner reference with owner's UID, and
 // its kubeconfig is unparsable, points at another server, trusts another
 // CA, holds a certificate the CA did not sign, or expires within
-// AdminRenewBefore. A Secret without that owner reference was supplied by
-// the user (or by another controller) and is never touched: Cluster API
-// users bring their own kubeconfig that way.
-func EnsureKubeconfig(ctx context.Context, c client.Client, cluster *clusterv1.Cluster, endpoint string, ca *KeyPair, owner metav1.OwnerReference) error {
-	return ensureKubeconfig(ctx, c, cluster, endpoint, ca, owner, time.Now())
+// AdminRenewBefore. A key of another algorithm than alg is no reason to
+// rewrite it: the certificate works, and a kubeconfig somebody copied from
+// the Secret keeps working until it is due anyway. A Secret without that
+// owner reference was supplied by the user (or by another controller) and
+// is never touched: Cluster API users bring their own kubeconfig that way.
+func EnsureKubeconfig(ctx context.Context, c client.Client, cluster *clusterv1.Cluster, endpoint string, ca *KeyPair, alg KeyAlgorithm, owner metav1.OwnerReference) error {
+	return ensureKubeconfig(ctx, c, cluster, endpoint, ca, alg, owner, time.Now())
 }
 
-func ensureKubeconfig(ctx context.Context, c client.Client, cluster *clusterv1.Cluster, endpoint string, ca *KeyPair, owner metav1.OwnerReference, now time.Time) error {
+func ensureKubeconfig(ctx context.Context, c client.Client, cluster *clusterv1.Cluster, endpoint string, ca *KeyPair, alg KeyAlgorithm, owner metav1.OwnerReference, now time.Time) error {
 	if endpoint == "" {
 		return fmt.Errorf("cluster %s has no control plane endpoint yet: the kubeconfig needs one", cluster.Name)
 	}
@@ -57,7 +60,7 @@ func ensureKubeconfig(ctx context.Context, c client.Client, cluster *clusterv1.C
 	err := c.Get(ctx, key, existing)
 	switch {
 	case apierrors.IsNotFound(err):
-		data, err := adminKubeconfig(server, cluster.Name, ca, now)
+		data, err := adminKubeconfig(server, cluster.Name, ca, alg, now)
 		if err != nil {
 			return err
 		}
@@ -84,7 +87,7 @@ func ensureKubeconfig(ctx context.Context, c client.Client, cluster *clusterv1.C
 	if kubeconfigCurrent(existing.Data[KubeconfigDataKey], server, ca, now) {
 		return nil
 	}
-	data, err := adminKubeconfig(server, cluster.Name, ca, now)
+	data, err := adminKubeconfig(server, cluster.Name, ca, alg, now)
 	if err != nil {
 		return err
 	}
@@ -105,8 +108,8 @@ func ownedBy(s *corev1.Secret, owner metav1.OwnerReference) bool {
 	return false
 }
 
-func adminKubeconfig(server, clusterName string, ca *KeyPair, now time.Time) ([]byte, error) {
-	admin, err := ca.Issue(Request{CommonName: "kubernetes-admin", Organization: []string{"system:masters"}, Client: true, Lifetime: AdminLifetime}, now)
+func adminKubeconfig(server, clusterName string, ca *KeyPair, alg KeyAlgorithm, now time.Time) ([]byte, error) {
+	admin, err := ca.Issue(Request{CommonName: "kubernetes-admin", Organization: []string{"system:masters"}, Client: true, Lifetime: AdminLifetime, KeyAlgorithm: alg}, now)
 	if err != nil {
 		return nil, fmt.Errorf("issuing the admin certificate of cluster %s: %w", clusterName, err)
 	}

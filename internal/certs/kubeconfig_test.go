@@ -34,12 +34,12 @@ func adminCert(t *testing.T, ns string) (server string, s *corev1.Secret, notAft
 func TestEnsureKubeconfig(t *testing.T) {
 	ctx := context.Background()
 	cluster, owner := newCluster(t)
-	ca, err := certs.NewCA("kubernetes", time.Now(), 10*365*24*time.Hour)
+	ca, err := certs.NewCA("kubernetes", certs.DefaultKeyAlgorithm, time.Now(), 10*365*24*time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	if err := certs.EnsureKubeconfigAt(ctx, env.Client, cluster, "127.0.0.1:6443", ca, owner, now); err != nil {
+	if err := certs.EnsureKubeconfigAt(ctx, env.Client, cluster, "127.0.0.1:6443", ca, certs.DefaultKeyAlgorithm, owner, now); err != nil {
 		t.Fatal(err)
 	}
 	server, s, notAfter, subject := adminCert(t, cluster.Namespace)
@@ -51,7 +51,7 @@ func TestEnsureKubeconfig(t *testing.T) {
 	}
 
 	// Nothing changed: no write.
-	if err := certs.EnsureKubeconfigAt(ctx, env.Client, cluster, "127.0.0.1:6443", ca, owner, now.Add(24*time.Hour)); err != nil {
+	if err := certs.EnsureKubeconfigAt(ctx, env.Client, cluster, "127.0.0.1:6443", ca, certs.DefaultKeyAlgorithm, owner, now.Add(24*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	if _, again, _, _ := adminCert(t, cluster.Namespace); again.ResourceVersion != s.ResourceVersion {
@@ -59,7 +59,7 @@ func TestEnsureKubeconfig(t *testing.T) {
 	}
 
 	// Another endpoint: rewritten.
-	if err := certs.EnsureKubeconfigAt(ctx, env.Client, cluster, "127.0.0.1:7443", ca, owner, now); err != nil {
+	if err := certs.EnsureKubeconfigAt(ctx, env.Client, cluster, "127.0.0.1:7443", ca, certs.DefaultKeyAlgorithm, owner, now); err != nil {
 		t.Fatal(err)
 	}
 	if server, _, _, _ := adminCert(t, cluster.Namespace); server != "https://127.0.0.1:7443" {
@@ -68,7 +68,7 @@ func TestEnsureKubeconfig(t *testing.T) {
 
 	// Close to expiry: a new certificate.
 	later := now.Add(300 * 24 * time.Hour)
-	if err := certs.EnsureKubeconfigAt(ctx, env.Client, cluster, "127.0.0.1:7443", ca, owner, later); err != nil {
+	if err := certs.EnsureKubeconfigAt(ctx, env.Client, cluster, "127.0.0.1:7443", ca, certs.DefaultKeyAlgorithm, owner, later); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, renewed, _ := adminCert(t, cluster.Namespace); !renewed.After(notAfter) {
@@ -76,8 +76,8 @@ func TestEnsureKubeconfig(t *testing.T) {
 	}
 
 	// Another CA (a user replaced the cluster CA): rewritten.
-	other, _ := certs.NewCA("kubernetes", time.Now(), time.Hour*24*3650)
-	if err := certs.EnsureKubeconfigAt(ctx, env.Client, cluster, "127.0.0.1:7443", other, owner, now); err != nil {
+	other, _ := certs.NewCA("kubernetes", certs.DefaultKeyAlgorithm, time.Now(), time.Hour*24*3650)
+	if err := certs.EnsureKubeconfigAt(ctx, env.Client, cluster, "127.0.0.1:7443", other, certs.DefaultKeyAlgorithm, owner, now); err != nil {
 		t.Fatal(err)
 	}
 	cfg, _ := clientcmd.Load(secret(t, cluster.Namespace, "c1-kubeconfig").Data["value"])
@@ -93,7 +93,7 @@ func TestEnsureKubeconfig(t *testing.T) {
 	if err := env.Client.Update(ctx, bad); err != nil {
 		t.Fatal(err)
 	}
-	if err := certs.EnsureKubeconfigAt(ctx, env.Client, cluster, "127.0.0.1:7443", other, owner, now); err != nil {
+	if err := certs.EnsureKubeconfigAt(ctx, env.Client, cluster, "127.0.0.1:7443", other, certs.DefaultKeyAlgorithm, owner, now); err != nil {
 		t.Fatal(err)
 	}
 	adminCert(t, cluster.Namespace)
@@ -109,8 +109,8 @@ func TestEnsureKubeconfigLeavesUserSecretAlone(t *testing.T) {
 	if err := env.Client.Create(ctx, user); err != nil {
 		t.Fatal(err)
 	}
-	ca, _ := certs.NewCA("kubernetes", time.Now(), time.Hour*24*3650)
-	if err := certs.EnsureKubeconfig(ctx, env.Client, cluster, "127.0.0.1:6443", ca, owner); err != nil {
+	ca, _ := certs.NewCA("kubernetes", certs.DefaultKeyAlgorithm, time.Now(), time.Hour*24*3650)
+	if err := certs.EnsureKubeconfig(ctx, env.Client, cluster, "127.0.0.1:6443", ca, certs.DefaultKeyAlgorithm, owner); err != nil {
 		t.Fatal(err)
 	}
 	after := &corev1.Secret{}
@@ -120,7 +120,7 @@ func TestEnsureKubeconfigLeavesUserSecretAlone(t *testing.T) {
 	if after.ResourceVersion != user.ResourceVersion || string(after.Data["value"]) != "my own kubeconfig" {
 		t.Error("a kubeconfig secret without our owner reference must not be touched")
 	}
-	if err := certs.EnsureKubeconfig(ctx, env.Client, cluster, "", ca, owner); err == nil {
+	if err := certs.EnsureKubeconfig(ctx, env.Client, cluster, "", ca, certs.DefaultKeyAlgorithm, owner); err == nil {
 		t.Error("an empty endpoint must be an error")
 	}
 }

@@ -21,6 +21,14 @@ const (
 	renewBefore  = 30 * 24 * time.Hour
 )
 
+// keyAlgorithm is the algorithm of the plane's own keys. The plane is not a
+// Cluster API cluster: its keys are read only by its own API server and
+// etcd and by kubeconfig clients, all of which take ECDSA, and no provider
+// looks for them. P-256 keeps a fresh plane (the first "capstan up", and
+// every test package's harness) from spending most of a second of CPU on
+// seven RSA keys, and matches the keys of planes that already exist.
+const keyAlgorithm = certs.ECDSAP256
+
 // pki is the set of files under <state>/pki that the plane's components use.
 type pki struct {
 	dir string
@@ -47,6 +55,10 @@ var (
 	etcdServing      = leaf{name: "etcd-server", commonName: "capstan-etcd", server: true, client: true}
 	etcdClient       = leaf{name: "apiserver-etcd-client", commonName: "capstan-apiserver-etcd-client", client: true}
 	adminClient      = leaf{name: "admin", commonName: "capstan-admin", organization: []string{"system:masters"}, client: true}
+	// The API server's identity towards kubelets, for port-forward, logs
+	// and exec to Pods of nodes that register with the plane (the plane
+	// stands in for a workload cluster in tests).
+	kubeletClient = leaf{name: "apiserver-kubelet-client", commonName: "capstan-apiserver-kubelet-client", organization: []string{"system:masters"}, client: true}
 	// The in-process controllers act with a name of their own, so the API
 	// server's audit and metrics tell their requests apart from the user's.
 	controllersClient = leaf{name: "controllers", commonName: "capstan-controllers", organization: []string{"system:masters"}, client: true}
@@ -66,7 +78,7 @@ func (p pki) ensure(now time.Time) error {
 	if err != nil {
 		return err
 	}
-	for _, l := range []leaf{apiServerServing, etcdServing, etcdClient, adminClient, controllersClient} {
+	for _, l := range []leaf{apiServerServing, etcdServing, etcdClient, adminClient, controllersClient, kubeletClient} {
 		if err := p.ensureLeaf(l, ca, now); err != nil {
 			return fmt.Errorf("certificate %s: %w", l.name, err)
 		}
@@ -85,7 +97,7 @@ func (p pki) ensureCA(now time.Time) (*certs.KeyPair, error) {
 	if !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("reading the CA: %w", err)
 	}
-	if ca, err = certs.NewCA("capstan-management-ca", now, caLifetime); err != nil {
+	if ca, err = certs.NewCA("capstan-management-ca", keyAlgorithm, now, caLifetime); err != nil {
 		return nil, err
 	}
 	return ca, ca.Write(p.caCert(), p.caKey())
@@ -96,7 +108,7 @@ func (p pki) ensureLeaf(l leaf, ca *certs.KeyPair, now time.Time) error {
 		kp.ValidFor(now, renewBefore) && kp.Cert.CheckSignatureFrom(ca.Cert) == nil {
 		return nil
 	}
-	req := certs.Request{CommonName: l.commonName, Organization: l.organization, Server: l.server, Client: l.client, Lifetime: leafLifetime}
+	req := certs.Request{CommonName: l.commonName, Organization: l.organization, Server: l.server, Client: l.client, Lifetime: leafLifetime, KeyAlgorithm: keyAlgorithm}
 	if l.server {
 		req.DNSNames = []string{"localhost"}
 		req.IPs = []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
@@ -114,7 +126,7 @@ func (p pki) ensureServiceAccountKey() error {
 			return nil
 		}
 	}
-	keyPEM, pubPEM, err := certs.NewServiceAccountKey()
+	keyPEM, pubPEM, err := certs.NewServiceAccountKey(keyAlgorithm)
 	if err != nil {
 		return err
 	}

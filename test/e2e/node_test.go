@@ -41,11 +41,11 @@ func newClusterPKI(t *testing.T) *clusterPKI {
 		kp **certs.KeyPair
 		cn string
 	}{{&p.ca, "kubernetes"}, {&p.etcd, "etcd-ca"}, {&p.proxy, "front-proxy-ca"}} {
-		if *x.kp, err = certs.NewCA(x.cn, now, 24*time.Hour); err != nil {
+		if *x.kp, err = certs.NewCA(x.cn, certs.DefaultKeyAlgorithm, now, 24*time.Hour); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if p.saKey, p.saPub, err = certs.NewServiceAccountKey(); err != nil {
+	if p.saKey, p.saPub, err = certs.NewServiceAccountKey(certs.DefaultKeyAlgorithm); err != nil {
 		t.Fatal(err)
 	}
 	return p

@@ -452,7 +452,7 @@ func TestWorkerWaitsThenJoinsWithToken(t *testing.T) {
 	ctx := context.Background()
 	ns := mgmt.Namespace(t)
 	// The user brings the cluster CA; it must be the one pinned.
-	userCA, err := certs.NewCA("my-ca", time.Now(), 365*24*time.Hour)
+	userCA, err := certs.NewCA("my-ca", certs.DefaultKeyAlgorithm, time.Now(), 365*24*time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -144,7 +144,9 @@ func (r *Reconciler) reconcileInit(ctx context.Context, s *scope) (time.Duration
 	if d := cfg.Spec.ClusterConfiguration.CACertificateValidityPeriodDays; d > 0 {
 		lifetime = time.Duration(d) * 24 * time.Hour
 	}
-	cc, err := certs.LookupOrGenerate(ctx, r.Client, client.ObjectKeyFromObject(c), clusterOwner(c), certs.WithCALifetime(lifetime))
+	keyAlgorithm := certs.FromEncryptionAlgorithm(cfg.Spec.ClusterConfiguration.EncryptionAlgorithm)
+	cc, err := certs.LookupOrGenerate(ctx, r.Client, client.ObjectKeyFromObject(c), clusterOwner(c),
+		certs.WithCALifetime(lifetime), certs.WithKeyAlgorithm(keyAlgorithm))
 	if err != nil {
 		s.certs = &certsState{reason: CertificatesInvalidReason, message: err.Error()}
 		return 0, userError{err}
@@ -154,7 +156,7 @@ func (r *Reconciler) reconcileInit(ctx context.Context, s *scope) (time.Duration
 	if !c.Spec.ControlPlaneRef.IsDefined() {
 		// Bare control-plane Machines have no control plane provider to
 		// write the admin kubeconfig; without it nobody reaches the cluster.
-		if err := certs.EnsureKubeconfig(ctx, r.Client, c, endpoint, cc.CA, clusterOwner(c)); err != nil {
+		if err := certs.EnsureKubeconfig(ctx, r.Client, c, endpoint, cc.CA, keyAlgorithm, clusterOwner(c)); err != nil {
 			return 0, err
 		}
 	}

@@ -291,14 +291,23 @@ func (r *Reconciler) reconcileCertificates(ctx context.Context, s *scope) (time.
 		return 0, nil
 	}
 	owner := *metav1.NewControllerRef(s.kcp, controlplanev1.GroupVersion.WithKind("KubeadmControlPlane"))
-	s.certs, s.certsErr = certs.LookupOrGenerate(ctx, r.writer(), client.ObjectKeyFromObject(s.cluster), owner)
+	alg := keyAlgorithm(s.kcp)
+	s.certs, s.certsErr = certs.LookupOrGenerate(ctx, r.writer(), client.ObjectKeyFromObject(s.cluster), owner, certs.WithKeyAlgorithm(alg))
 	if s.certsErr != nil {
 		return 0, s.certsErr
 	}
-	if err := certs.EnsureKubeconfig(ctx, r.writer(), s.cluster, s.cluster.Spec.ControlPlaneEndpoint.String(), s.certs.CA, owner); err != nil {
+	if err := certs.EnsureKubeconfig(ctx, r.writer(), s.cluster, s.cluster.Spec.ControlPlaneEndpoint.String(), s.certs.CA, alg, owner); err != nil {
 		return 0, fmt.Errorf("cluster kubeconfig: %w", err)
 	}
 	return 0, nil
+}
+
+// keyAlgorithm is the algorithm of the keys the control plane generates
+// for its cluster (CAs, service-account key, admin and etcd client
+// certificates): the one its kubeadm configuration names, as kubeadm on
+// its machines uses for theirs.
+func keyAlgorithm(kcp *controlplanev1.KubeadmControlPlane) certs.KeyAlgorithm {
+	return certs.FromEncryptionAlgorithm(kcp.Spec.KubeadmConfigSpec.ClusterConfiguration.EncryptionAlgorithm)
 }
 
 func (r *Reconciler) readTemplate(ctx context.Context, s *scope) (time.Duration, error) {

@@ -65,7 +65,7 @@ func TestOutdated(t *testing.T) {
 
 func TestServingCertificateExpiry(t *testing.T) {
 	now := time.Now()
-	ca, err := certs.NewCA("cluster-ca", now, 24*time.Hour)
+	ca, err := certs.NewCA("cluster-ca", certs.DefaultKeyAlgorithm, now, 24*time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestServingCertificateExpiry(t *testing.T) {
 	if !got.Equal(leaf.Cert.NotAfter) {
 		t.Errorf("expiry %s, want %s", got, leaf.Cert.NotAfter)
 	}
-	other, _ := certs.NewCA("other", now, time.Hour)
+	other, _ := certs.NewCA("other", certs.DefaultKeyAlgorithm, now, time.Hour)
 	if _, err := servingCertificateExpiry(context.Background(), srv.Listener.Addr().String(), other); err == nil {
 		t.Error("a certificate from another CA was believed")
 	}

@@ -251,16 +251,16 @@ func etcdClientURLs(pods []corev1.Pod) []string {
 
 // etcdClient connects to the workload cluster's etcd with a client
 // certificate minted from the cluster's etcd CA.
-func etcdClient(ca *certs.KeyPair, endpoints []string) (*clientv3.Client, error) {
+func etcdClient(s *scope, endpoints []string) (*clientv3.Client, error) {
 	if len(endpoints) == 0 {
 		return nil, errors.New("no etcd Pod advertises a client URL (annotation " + etcdClientURLsAnnotation + ")")
 	}
-	return etcdclient.New(nil, ca, endpoints, "capstan-kubeadmcontrolplane", 3*time.Second, zap.NewNop())
+	return etcdclient.New(nil, s.certs.EtcdCA, keyAlgorithm(s.kcp), endpoints, "capstan-kubeadmcontrolplane", 3*time.Second, zap.NewNop())
 }
 
 // readEtcd lists etcd's members and asks each whether it is healthy.
 func (r *Reconciler) readEtcd(ctx context.Context, s *scope, pods []corev1.Pod) etcdState {
-	cli, err := etcdClient(s.certs.EtcdCA, etcdClientURLs(pods))
+	cli, err := etcdClient(s, etcdClientURLs(pods))
 	if err != nil {
 		return etcdState{err: err}
 	}
@@ -379,7 +379,7 @@ func (r *Reconciler) cleanUpMachine(ctx context.Context, s *scope, m *machineSta
 			endpoints = append(endpoints, o.clientURLs...)
 		}
 	}
-	cli, err := etcdClient(s.certs.EtcdCA, endpoints)
+	cli, err := etcdClient(s, endpoints)
 	if err != nil {
 		return false, err
 	}
@@ -390,7 +390,7 @@ func (r *Reconciler) cleanUpMachine(ctx context.Context, s *scope, m *machineSta
 		for _, o := range st.members {
 			if o.id != member.id && o.healthy {
 				// MoveLeader must be sent to the current leader.
-				lc, err := etcdClient(s.certs.EtcdCA, member.clientURLs)
+				lc, err := etcdClient(s, member.clientURLs)
 				if err != nil {
 					return false, err
 				}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"capstan.dev/capstan/internal/certs"
 	"capstan.dev/capstan/internal/node/cloudinit"
 	"capstan.dev/capstan/internal/node/controlplane"
 )
@@ -39,6 +40,10 @@ type agent struct {
 	// endpoint is the cluster's control-plane endpoint (host:port), when
 	// the kubeadm configuration names one.
 	endpoint string
+	// keyAlgorithm is the cluster's encryptionAlgorithm, known once the
+	// control plane has started from the ClusterConfiguration; the
+	// control-plane kubelet's credential is minted with it.
+	keyAlgorithm certs.KeyAlgorithm
 	// kubelet runs under its own context so that it stops before the
 	// control plane on shutdown.
 	kubeletCancel context.CancelFunc

@@ -171,8 +171,8 @@ func clusterInfoServer(t *testing.T, ca *certs.KeyPair, signers map[string]strin
 
 func TestDiscoverChecksTheCAPin(t *testing.T) {
 	now := time.Now()
-	ca, _ := certs.NewCA("kubernetes", now, time.Hour)
-	other, _ := certs.NewCA("kubernetes", now, time.Hour)
+	ca, _ := certs.NewCA("kubernetes", certs.DefaultKeyAlgorithm, now, time.Hour)
+	other, _ := certs.NewCA("kubernetes", certs.DefaultKeyAlgorithm, now, time.Hour)
 	endpoint := clusterInfoServer(t, ca, map[string]string{"abcdef": "0123456789abcdef", "other0": "0123456789abcdef"})
 	a := &agent{log: logr.Discard()}
 	token := "abcdef.0123456789abcdef"

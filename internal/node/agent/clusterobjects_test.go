@@ -41,7 +41,7 @@ func TestInitObjects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ca, err := certs.NewCA("kubernetes", time.Now(), time.Hour)
+	ca, err := certs.NewCA("kubernetes", certs.DefaultKeyAlgorithm, time.Now(), time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -166,6 +166,7 @@ func (a *agent) startControlPlane(ctx context.Context, cc *kubeadmapi.ClusterCon
 	} else {
 		a.endpoint = endpoint
 	}
+	a.keyAlgorithm = keyAlgorithm(cc)
 	cfg := controlplane.Config{
 		NodeName:                   a.st.NodeName,
 		ClusterName:                cc.ClusterName,
@@ -176,6 +177,7 @@ func (a *agent) startControlPlane(ctx context.Context, cc *kubeadmapi.ClusterCon
 		Ports:                      controlplane.Ports{APIServer: a.st.Ports.APIServer, EtcdClient: a.st.Ports.EtcdClient, EtcdPeer: a.st.Ports.EtcdPeer},
 		ControlPlaneEndpoint:       endpoint,
 		CertSANs:                   cc.APIServer.CertSANs,
+		KeyAlgorithm:               a.keyAlgorithm,
 		ServiceSubnet:              cc.Networking.ServiceSubnet,
 		PodSubnet:                  cc.Networking.PodSubnet,
 		APIServerExtraArgs:         kubeadm.ArgsMap(cc.APIServer.ExtraArgs),
@@ -247,7 +249,7 @@ func (a *agent) startControlPlaneKubelet(reg kubeadmapi.NodeRegistrationOptions)
 	if a.endpoint != "" {
 		server = "https://" + a.endpoint
 	}
-	nodeCfg, err := clientConfig(ca, server, "system:node:"+a.st.NodeName, []string{"system:nodes"}, 0)
+	nodeCfg, err := clientConfig(ca, a.keyAlgorithm, server, "system:node:"+a.st.NodeName, []string{"system:nodes"}, 0)
 	if err != nil {
 		return err
 	}
@@ -292,10 +294,18 @@ func (a *agent) loadCA() (*certs.KeyPair, error) {
 	return ca, nil
 }
 
-// clientConfig mints a client certificate from the CA and returns a
-// rest.Config using it; lifetime 0 means the certs package default.
-func clientConfig(ca *certs.KeyPair, server, user string, groups []string, lifetime time.Duration) (*rest.Config, error) {
-	kp, err := ca.Issue(certs.Request{CommonName: user, Organization: groups, Client: true, Lifetime: lifetime}, time.Now())
+// keyAlgorithm is the algorithm of the keys kubeadm makes for the cluster
+// cc describes. kubeadm's own accessor is used because it also honours the
+// older PublicKeysECDSA feature gate that v1beta3 configurations use.
+func keyAlgorithm(cc *kubeadmapi.ClusterConfiguration) certs.KeyAlgorithm {
+	return certs.KeyAlgorithm(cc.EncryptionAlgorithmType())
+}
+
+// clientConfig mints a client certificate with a key of algorithm alg from
+// the CA and returns a rest.Config using it; lifetime 0 means the certs
+// package default.
+func clientConfig(ca *certs.KeyPair, alg certs.KeyAlgorithm, server, user string, groups []string, lifetime time.Duration) (*rest.Config, error) {
+	kp, err := ca.Issue(certs.Request{CommonName: user, Organization: groups, Client: true, Lifetime: lifetime, KeyAlgorithm: alg}, time.Now())
 	if err != nil {
 		return nil, fmt.Errorf("issuing a client certificate for %s: %w", user, err)
 	}

@@ -271,7 +271,13 @@ func (a *agent) joinControlPlane(ctx context.Context, joinData []byte, join *kub
 	}
 	// A short-lived admin credential for reading the cluster's configuration
 	// and etcd members; kubeadm uses the uploaded admin certificates alike.
-	admin, err := clientConfig(ca, server, "capstan:node-join:"+a.st.NodeName, []string{"system:masters"}, time.Hour)
+	// Its key follows the CA's algorithm: the cluster's configured one is in
+	// the configuration this credential is needed to read.
+	caAlgorithm, err := certs.KeyAlgorithmOf(ca.Cert.PublicKey)
+	if err != nil {
+		caAlgorithm = certs.DefaultKeyAlgorithm
+	}
+	admin, err := clientConfig(ca, caAlgorithm, server, "capstan:node-join:"+a.st.NodeName, []string{"system:masters"}, time.Hour)
 	if err != nil {
 		return err
 	}
@@ -343,7 +349,7 @@ func (a *agent) joinControlPlane(ctx context.Context, joinData []byte, join *kub
 		}
 		peerURL := fmt.Sprintf("https://127.0.0.1:%d", a.st.Ports.EtcdPeer)
 		a.log.Info("Adding an etcd member", "name", a.st.NodeName, "peerURL", peerURL, "clientURLs", clientURLs)
-		initial, err := addEtcdMemberWithRetry(ctx, a.log, pki, clientURLs, a.st.NodeName, peerURL)
+		initial, err := addEtcdMemberWithRetry(ctx, a.log, pki, keyAlgorithm(docs.Cluster), clientURLs, a.st.NodeName, peerURL)
 		if err != nil {
 			return fmt.Errorf("adding this machine's etcd member: %w", err)
 		}
@@ -397,12 +403,12 @@ const etcdMemberAddTimeout = 2 * time.Minute
 // because it is not ready for another member yet: etcd turns a member
 // change down ("unhealthy cluster") until every member has been connected
 // for a few seconds, which a member that joined just before has not.
-func addEtcdMemberWithRetry(ctx context.Context, log logr.Logger, pki string, clientURLs []string, name, peerURL string) (string, error) {
+func addEtcdMemberWithRetry(ctx context.Context, log logr.Logger, pki string, alg certs.KeyAlgorithm, clientURLs []string, name, peerURL string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, etcdMemberAddTimeout)
 	defer cancel()
 	delay := time.Second
 	for {
-		initial, err := controlplane.AddEtcdMember(ctx, pki, clientURLs, name, peerURL)
+		initial, err := controlplane.AddEtcdMember(ctx, pki, alg, clientURLs, name, peerURL)
 		if err == nil {
 			return initial, nil
 		}

@@ -47,6 +47,10 @@ type Config struct {
 	// serving certificate and admin.conf points at it.
 	ControlPlaneEndpoint string
 	CertSANs             []string
+	// KeyAlgorithm is the algorithm of the keys the machine generates for
+	// its certificates (ClusterConfiguration.encryptionAlgorithm; empty
+	// means certs.DefaultKeyAlgorithm).
+	KeyAlgorithm certs.KeyAlgorithm
 	// ServiceSubnet and PodSubnet default to 10.96.0.0/12 and 10.244.0.0/16.
 	ServiceSubnet, PodSubnet string
 	// Extra arguments are passed to the components as flags, after (and so
@@ -145,7 +149,7 @@ func Start(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 		return nil, err
 	}
 	cp := &ControlPlane{cfg: cfg, done: make(chan error, 1), stopping: make(chan struct{}), leaving: make(chan struct{})}
-	if cp.admin, err = clientConfig(cfg.local(), ca, certs.Request{CommonName: "kubernetes-admin", Organization: []string{"system:masters"}, Client: true}, now); err != nil {
+	if cp.admin, err = clientConfig(cfg.local(), ca, certs.Request{CommonName: "kubernetes-admin", Organization: []string{"system:masters"}, Client: true, KeyAlgorithm: cfg.KeyAlgorithm}, now); err != nil {
 		return nil, err
 	}
 	defer func() {
@@ -178,7 +182,7 @@ func Start(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 
 	compCtx, stopComponents := context.WithCancel(context.Background())
 	cp.stopComponents = stopComponents
-	cmClient, err := clientConfig(cfg.local(), ca, certs.Request{CommonName: "system:kube-controller-manager", Client: true}, now)
+	cmClient, err := clientConfig(cfg.local(), ca, certs.Request{CommonName: "system:kube-controller-manager", Client: true, KeyAlgorithm: cfg.KeyAlgorithm}, now)
 	if err != nil {
 		return nil, err
 	}
@@ -357,9 +361,9 @@ func (c *Config) kubeconfigs() []struct {
 		file, server string
 		req          certs.Request
 	}{
-		{"admin.conf", "https://" + c.ControlPlaneEndpoint, certs.Request{CommonName: "kubernetes-admin", Organization: []string{"system:masters"}, Client: true}},
-		{"controller-manager.conf", "https://" + c.local(), certs.Request{CommonName: "system:kube-controller-manager", Client: true}},
-		{"scheduler.conf", "https://" + c.local(), certs.Request{CommonName: "system:kube-scheduler", Client: true}},
+		{"admin.conf", "https://" + c.ControlPlaneEndpoint, certs.Request{CommonName: "kubernetes-admin", Organization: []string{"system:masters"}, Client: true, KeyAlgorithm: c.KeyAlgorithm}},
+		{"controller-manager.conf", "https://" + c.local(), certs.Request{CommonName: "system:kube-controller-manager", Client: true, KeyAlgorithm: c.KeyAlgorithm}},
+		{"scheduler.conf", "https://" + c.local(), certs.Request{CommonName: "system:kube-scheduler", Client: true, KeyAlgorithm: c.KeyAlgorithm}},
 	}
 }
 

@@ -88,7 +88,7 @@ func run(m *testing.M) (int, error) {
 func writeClusterPKI(dir string) error {
 	now := time.Now()
 	for _, name := range []string{"ca", "etcd/ca", "front-proxy-ca"} {
-		ca, err := certs.NewCA(strings.ReplaceAll(name, "/", "-"), now, 24*time.Hour)
+		ca, err := certs.NewCA(strings.ReplaceAll(name, "/", "-"), certs.DefaultKeyAlgorithm, now, 24*time.Hour)
 		if err != nil {
 			return err
 		}
@@ -96,7 +96,7 @@ func writeClusterPKI(dir string) error {
 			return err
 		}
 	}
-	key, pub, err := certs.NewServiceAccountKey()
+	key, pub, err := certs.NewServiceAccountKey(certs.DefaultKeyAlgorithm)
 	if err != nil {
 		return err
 	}
@@ -405,7 +405,7 @@ func TestSecondEtcdMemberJoins(t *testing.T) {
 	}
 	peer := url.URL{Scheme: "https", Host: fmt.Sprintf("127.0.0.1:%d", ports[1])}
 	client := url.URL{Scheme: "https", Host: fmt.Sprintf("127.0.0.1:%d", ports[0])}
-	initial, err := AddEtcdMember(ctx, pkiDir, []string{cp.EtcdClientURL()}, "cp-1", peer.String())
+	initial, err := AddEtcdMember(ctx, pkiDir, certs.DefaultKeyAlgorithm, []string{cp.EtcdClientURL()}, "cp-1", peer.String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -413,7 +413,7 @@ func TestSecondEtcdMemberJoins(t *testing.T) {
 	if initial != want {
 		t.Fatalf("initial cluster %q, want %q", initial, want)
 	}
-	again, err := AddEtcdMember(ctx, pkiDir, []string{cp.EtcdClientURL()}, "cp-1", peer.String())
+	again, err := AddEtcdMember(ctx, pkiDir, certs.DefaultKeyAlgorithm, []string{cp.EtcdClientURL()}, "cp-1", peer.String())
 	if err != nil || again != initial {
 		t.Fatalf("adding again: %q, %v; want %q", again, err, initial)
 	}
@@ -430,7 +430,7 @@ func TestSecondEtcdMemberJoins(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cli, err := etcdClient(ctx, p, []string{cp.EtcdClientURL()})
+	cli, err := etcdClient(ctx, p, certs.DefaultKeyAlgorithm, []string{cp.EtcdClientURL()})
 	if err != nil {
 		t.Fatal(err)
 	}

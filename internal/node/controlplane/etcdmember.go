@@ -10,6 +10,7 @@ import (
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"capstan.dev/capstan/internal/certs"
 	"capstan.dev/capstan/internal/etcdclient"
 )
 
@@ -18,10 +19,10 @@ import (
 // --initial-cluster value the new member starts with (EtcdInitialCluster).
 // It is idempotent: when a member with that peer URL exists already (an
 // earlier attempt added it), it is kept. It talks to etcd with a client
-// certificate it issues from pkiDir's etcd CA, since the joining machine has
-// no leaf certificates yet.
-func AddEtcdMember(ctx context.Context, pkiDir string, clientURLs []string, name, peerURL string) (initialCluster string, err error) {
-	cli, err := etcdClient(ctx, pki(pkiDir), clientURLs)
+// certificate it issues from pkiDir's etcd CA with a key of algorithm alg,
+// since the joining machine has no leaf certificates yet.
+func AddEtcdMember(ctx context.Context, pkiDir string, alg certs.KeyAlgorithm, clientURLs []string, name, peerURL string) (initialCluster string, err error) {
+	cli, err := etcdClient(ctx, pki(pkiDir), alg, clientURLs)
 	if err != nil {
 		return "", err
 	}
@@ -67,10 +68,10 @@ type etcdMember = etcdserverpb.Member
 
 // etcdClient connects to etcd with a short-lived client certificate from the
 // etcd CA in p.
-func etcdClient(ctx context.Context, p pki, endpoints []string) (*clientv3.Client, error) {
+func etcdClient(ctx context.Context, p pki, alg certs.KeyAlgorithm, endpoints []string) (*clientv3.Client, error) {
 	ca, err := p.loadCA(etcdCA)
 	if err != nil {
 		return nil, err
 	}
-	return etcdclient.New(ctx, ca, endpoints, "capstan-etcd-join", 10*time.Second, nil)
+	return etcdclient.New(ctx, ca, alg, endpoints, "capstan-etcd-join", 10*time.Second, nil)
 }

@@ -44,7 +44,7 @@ type leaf struct {
 func (c *Config) leaves() []leaf {
 	loopback := []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
 	etcdNames := []string{"localhost", c.NodeName}
-	return []leaf{
+	leaves := []leaf{
 		{"apiserver", clusterCA, certs.Request{CommonName: "kube-apiserver", Server: true,
 			DNSNames: c.apiServerDNSNames(), IPs: c.apiServerIPs()}},
 		{"apiserver-kubelet-client", clusterCA, certs.Request{CommonName: "kube-apiserver-kubelet-client",
@@ -55,6 +55,10 @@ func (c *Config) leaves() []leaf {
 		{"etcd/peer", etcdCA, certs.Request{CommonName: c.NodeName, Server: true, Client: true, DNSNames: etcdNames, IPs: loopback}},
 		{"etcd/healthcheck-client", etcdCA, certs.Request{CommonName: "kube-etcd-healthcheck-client", Client: true}},
 	}
+	for i := range leaves {
+		leaves[i].req.KeyAlgorithm = c.KeyAlgorithm
+	}
+	return leaves
 }
 
 func (c *Config) apiServerDNSNames() []string {

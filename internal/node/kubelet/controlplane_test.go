@@ -56,7 +56,7 @@ func workloadPlane(t *testing.T) kubernetes.Interface {
 		pki := filepath.Join(dir, "pki")
 		now := time.Now()
 		for _, name := range []string{"ca", "etcd/ca", "front-proxy-ca"} {
-			ca, err := certs.NewCA(strings.ReplaceAll(name, "/", "-"), now, 24*time.Hour)
+			ca, err := certs.NewCA(strings.ReplaceAll(name, "/", "-"), certs.DefaultKeyAlgorithm, now, 24*time.Hour)
 			if err == nil {
 				err = ca.Write(filepath.Join(pki, name+".crt"), filepath.Join(pki, name+".key"))
 			}
@@ -65,7 +65,7 @@ func workloadPlane(t *testing.T) kubernetes.Interface {
 				return
 			}
 		}
-		key, pub, err := certs.NewServiceAccountKey()
+		key, pub, err := certs.NewServiceAccountKey(certs.DefaultKeyAlgorithm)
 		if err == nil {
 			err = certs.WriteFileAtomic(filepath.Join(pki, "sa.key"), key, 0o600)
 		}

@@ -101,7 +101,7 @@ func TestSimulatedClusterLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	etcd, err := etcdclient.New(ctx, cc.EtcdCA, []string{pods.Items[0].Annotations["kubeadm.kubernetes.io/etcd.advertise-client-urls"]}, "test", 3*time.Second, zap.NewNop())
+	etcd, err := etcdclient.New(ctx, cc.EtcdCA, certs.DefaultKeyAlgorithm, []string{pods.Items[0].Annotations["kubeadm.kubernetes.io/etcd.advertise-client-urls"]}, "test", 3*time.Second, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +292,7 @@ func waitEtcdMembers(ctx context.Context, t *testing.T, wl client.Client, cc *ce
 		if err := wl.List(ctx, pods, client.InNamespace("kube-system"), client.MatchingLabels{"component": "etcd"}); err != nil || len(pods.Items) == 0 {
 			return false, nil
 		}
-		cli, err := etcdclient.New(ctx, cc.EtcdCA, []string{pods.Items[0].Annotations["kubeadm.kubernetes.io/etcd.advertise-client-urls"]}, "test", 3*time.Second, zap.NewNop())
+		cli, err := etcdclient.New(ctx, cc.EtcdCA, certs.DefaultKeyAlgorithm, []string{pods.Items[0].Annotations["kubeadm.kubernetes.io/etcd.advertise-client-urls"]}, "test", 3*time.Second, zap.NewNop())
 		if err != nil {
 			return false, nil
 		}
