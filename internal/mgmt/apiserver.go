@@ -31,6 +31,11 @@ func apiServerArgs(dir StateDir, ports Ports) []string {
 		"--tls-cert-file=" + p.certFile(apiServerServing),
 		"--tls-private-key-file=" + p.keyFile(apiServerServing),
 		"--client-ca-file=" + p.caCert(),
+		"--kubelet-client-certificate=" + p.certFile(kubeletClient),
+		"--kubelet-client-key=" + p.keyFile(kubeletClient),
+		// Kubelets on this host report 127.0.0.1 and a node name that no
+		// resolver knows.
+		"--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname",
 		"--service-account-issuer=" + serviceAccountIssuer,
 		"--service-account-key-file=" + p.serviceAccountPub(),
 		"--service-account-signing-key-file=" + p.serviceAccountKey(),

@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"os"
@@ -268,11 +270,21 @@ func (a *agent) startControlPlaneKubelet(reg kubeadmapi.NodeRegistrationOptions)
 			return a.cp.Health(ctx)[component]
 		}
 	}
+	// The static Pods' well-known ports lead to where this machine's
+	// components listen: a port-forward to etcd-<node> port 2379 (how
+	// KubeadmControlPlane reaches etcd) arrives at this member.
+	etcdClient := net.JoinHostPort("127.0.0.1", strconv.Itoa(a.st.Ports.EtcdClient))
 	pods := []kubelet.StaticPod{
-		{Component: "etcd", Healthy: health("etcd"), Annotations: map[string]string{annotationEtcdClientURLs: a.cp.EtcdClientURL()}},
-		{Component: "kube-apiserver", Healthy: health("kube-apiserver"), Annotations: map[string]string{annotationAPIEndpoint: a.apiServerAddress()}},
+		{Component: "etcd", Healthy: health("etcd"), Annotations: map[string]string{annotationEtcdClientURLs: a.cp.EtcdClientURL()},
+			Ports: map[int32]string{etcdClientPort: etcdClient}},
+		{Component: "kube-apiserver", Healthy: health("kube-apiserver"), Annotations: map[string]string{annotationAPIEndpoint: a.apiServerAddress()},
+			Ports: map[int32]string{apiServerBindPort: a.apiServerAddress()}},
 		{Component: "kube-controller-manager", Healthy: health("kube-controller-manager")},
 		{Component: "kube-scheduler", Healthy: health("kube-scheduler")},
+	}
+	api, err := kubeletServer(ca, a.keyAlgorithm, a.st.NodeName)
+	if err != nil {
+		return err
 	}
 	a.startKubelet(kubelet.Options{
 		Config:       nodeCfg,
@@ -281,8 +293,38 @@ func (a *agent) startControlPlaneKubelet(reg kubeadmapi.NodeRegistrationOptions)
 		Taints:       taints,
 		StaticPods:   pods,
 		OnLeave:      a.leaveLoadBalancer,
+		Server:       api,
 	})
 	return nil
+}
+
+// The ports kubeadm's etcd and kube-apiserver listen on by default.
+const (
+	etcdClientPort    = 2379
+	apiServerBindPort = 6443
+)
+
+// kubeletServer is how a control-plane machine's kubelet serves its API: a
+// serving certificate from the cluster CA for the node's address (the API
+// server verifies it with --kubelet-certificate-authority), and callers
+// authenticated by client certificates from the same CA, in practice the
+// API server's kubelet client certificate. A worker has no CA key to issue
+// a serving certificate with, and no static Pods to forward to.
+func kubeletServer(ca *certs.KeyPair, alg certs.KeyAlgorithm, nodeName string) (*kubelet.ServerOptions, error) {
+	kp, err := ca.Issue(certs.Request{
+		CommonName: "system:node:" + nodeName, Organization: []string{"system:nodes"},
+		DNSNames: []string{nodeName, "localhost"}, IPs: []net.IP{net.IPv4(127, 0, 0, 1)},
+		Server: true, KeyAlgorithm: alg,
+	}, time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("issuing the kubelet's serving certificate: %w", err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.Cert)
+	return &kubelet.ServerOptions{
+		Certificate: tls.Certificate{Certificate: [][]byte{kp.Cert.Raw}, PrivateKey: kp.Key, Leaf: kp.Cert},
+		ClientCAs:   pool,
+	}, nil
 }
 
 func (a *agent) loadCA() (*certs.KeyPair, error) {

@@ -302,6 +302,10 @@ func (c *Config) apiServerArgs(p pki) []string {
 		"--etcd-certfile=" + p.crt("apiserver-etcd-client"),
 		"--etcd-keyfile=" + p.key("apiserver-etcd-client"),
 		"--kubelet-client-certificate=" + p.crt("apiserver-kubelet-client"),
+		// The kubelets of control-plane machines serve certificates from
+		// the cluster CA; checking them keeps a process that took a dead
+		// kubelet's loopback port from receiving port-forwards.
+		"--kubelet-certificate-authority=" + p.crt(clusterCA),
 		"--kubelet-client-key=" + p.key("apiserver-kubelet-client"),
 		"--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname",
 		"--proxy-client-cert-file=" + p.crt("front-proxy-client"),

@@ -61,6 +61,17 @@
 //     kube-system/<component>-<node>, owned by the Node, re-created when
 //     deleted, whose Ready condition follows the entry's Healthy check,
 //     re-evaluated every heartbeat.
+//   - The kubelet API, with Options.Server: HTTPS on Options.Address (a
+//     loopback address; the port is reported in the Node's
+//     status.daemonEndpoints), serving /portForward/{namespace}/{pod} as a
+//     kubelet does for the API server's pods/portforward (SPDY with the
+//     portforward.k8s.io protocol; the kubelet's own streaming code). A
+//     caller must present a client certificate from Options.Server.ClientCAs
+//     and be allowed the Node's nodes/proxy subresource, which the kubelet
+//     asks the API server with a SubjectAccessReview (answers reused for
+//     minutes), as in webhook authorization mode. Only ports a static Pod
+//     maps (StaticPod.Ports, e.g. etcd's 2379 to the member's client port)
+//     can be forwarded: that is how KubeadmControlPlane reaches etcd.
 //   - Leaving the load balancer: when the Node is annotated
 //     capstan.dev/leave-load-balancer="true", Options.OnLeave runs and the
 //     node answers with capstan.dev/left-load-balancer="true".

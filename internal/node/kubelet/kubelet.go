@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"sync"
 	"time"
@@ -68,6 +69,12 @@ type StaticPod struct {
 	// Image is the mirror Pod's container image; empty means
 	// registry.k8s.io/<Component>:<KubeletVersion>.
 	Image string
+	// Ports maps ports of the Pod, as a port-forward names them (etcd's
+	// 2379), to the host address where the component listens. A static
+	// Pod shares the host's network, but on a local machine every
+	// component listens on a port of its own, not on the well-known one.
+	// Only these ports can be forwarded to.
+	Ports map[int32]string
 }
 
 // Options configure Run.
@@ -107,7 +114,15 @@ type Options struct {
 	Executable string
 	// HeartbeatInterval is the Lease renewal period (default 10s).
 	HeartbeatInterval time.Duration
-	Log               logr.Logger
+	// Server, when set, makes the kubelet serve its API on Address, so
+	// that the API server can forward ports of the static Pods (see
+	// ServerOptions). Without it the Node reports the kubelet's usual port
+	// 10250 and nothing listens there.
+	Server *ServerOptions
+	Log    logr.Logger
+
+	// servingPort is the kubelet API's port once bound.
+	servingPort int32
 }
 
 // kubelet is one Run.
@@ -137,6 +152,11 @@ type kubelet struct {
 
 	exe   string
 	procs *processes
+
+	// listener is the kubelet API's (nil without Options.Server).
+	listener   net.Listener
+	authzMu    sync.Mutex
+	authzCache map[string]authzDecision
 }
 
 // Run registers the node and keeps it alive until ctx ends; see the package
@@ -171,6 +191,14 @@ func (o *Options) validate() error {
 			errs = append(errs, fmt.Errorf("kubelet: Options.StaticPods[%d].Component %q is listed twice", i, sp.Component))
 		}
 		seen[sp.Component] = true
+	}
+	if o.Server != nil {
+		if o.Server.ClientCAs == nil {
+			errs = append(errs, errors.New("kubelet: Options.Server.ClientCAs is nil: the kubelet API could authenticate nobody"))
+		}
+		if len(o.Server.Certificate.Certificate) == 0 {
+			errs = append(errs, errors.New("kubelet: Options.Server.Certificate is empty: the kubelet API needs a serving certificate"))
+		}
 	}
 	if o.HeartbeatInterval < 0 {
 		errs = append(errs, fmt.Errorf("kubelet: Options.HeartbeatInterval %s is negative", o.HeartbeatInterval))
@@ -218,10 +246,11 @@ func newKubelet(o Options) (*kubelet, error) {
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "kubelet-pods"}),
-		statusCh: make(chan struct{}, 1),
-		leaveCh:  make(chan struct{}, 1),
-		health:   newHealthBook(),
-		exe:      exe,
+		statusCh:   make(chan struct{}, 1),
+		leaveCh:    make(chan struct{}, 1),
+		health:     newHealthBook(),
+		exe:        exe,
+		authzCache: map[string]authzDecision{},
 	}
 	k.procs = &processes{k: k, pods: map[types.UID]*processPod{}}
 	return k, nil
@@ -243,6 +272,12 @@ func newClient(cfg *rest.Config, agent string) (kubernetes.Interface, error) {
 
 func (k *kubelet) run(ctx context.Context) error {
 	defer k.queue.ShutDown()
+	if err := k.listen(); err != nil {
+		return err
+	}
+	if k.listener != nil {
+		defer k.listener.Close()
+	}
 	if err := k.register(ctx); err != nil {
 		return err
 	}
@@ -293,7 +328,7 @@ func (k *kubelet) run(ctx context.Context) error {
 	k.log.Info("Node registered; kubelet running", "podCIDR", k.podCIDR)
 
 	var wg sync.WaitGroup
-	for _, loop := range []func(context.Context){k.leaseLoop, k.statusLoop, k.leaveLoop, k.podWorker, k.podWorker} {
+	for _, loop := range []func(context.Context){k.leaseLoop, k.statusLoop, k.leaveLoop, k.podWorker, k.podWorker, k.serve} {
 		wg.Add(1)
 		go func() { defer wg.Done(); loop(ctx) }()
 	}

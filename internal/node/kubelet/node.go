@@ -248,6 +248,10 @@ func desiredNodeStatus(o Options, now metav1.Time, prev *corev1.NodeStatus) core
 		}
 	}
 	id := machineID(o.NodeName)
+	port := int32(kubeletPort)
+	if o.servingPort != 0 {
+		port = o.servingPort
+	}
 	return corev1.NodeStatus{
 		Capacity:    nodeResources.DeepCopy(),
 		Allocatable: nodeResources.DeepCopy(),
@@ -256,7 +260,7 @@ func desiredNodeStatus(o Options, now metav1.Time, prev *corev1.NodeStatus) core
 			{Type: corev1.NodeInternalIP, Address: o.Address},
 			{Type: corev1.NodeHostName, Address: o.NodeName},
 		},
-		DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: kubeletPort}},
+		DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: port}},
 		NodeInfo: corev1.NodeSystemInfo{
 			MachineID:               id,
 			SystemUUID:              id,
