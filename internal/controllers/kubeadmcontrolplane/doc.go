@@ -11,6 +11,14 @@
 // one, or wait and say why. Membership changes one Machine at a time, and a
 // removal never leaves etcd without a healthy majority.
 //
+// etcd is reached only through the workload cluster's API server: a
+// port-forward to each member's static Pod kube-system/etcd-<node>, port
+// 2379, carrying TLS to the member with a client certificate from the
+// cluster's etcd CA; one client per member, so that each member's health
+// and leadership are its own answers. Node addresses, and the client URLs
+// members advertise, are never dialled: a management cluster elsewhere
+// cannot route to them.
+//
 // A removed Machine keeps a pre-terminate hook until its etcd member is gone:
 // when the Machine is drained and waits at the hook, the controller asks the
 // machine to leave the control-plane load balancer (the Node annotation of

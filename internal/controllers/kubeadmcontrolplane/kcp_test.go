@@ -2,8 +2,11 @@ package kubeadmcontrolplane_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,9 +15,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -26,6 +31,7 @@ import (
 	"capstan.dev/capstan/internal/contract"
 	"capstan.dev/capstan/internal/controllers/kubeadmcontrolplane"
 	"capstan.dev/capstan/internal/manager"
+	"capstan.dev/capstan/internal/node/kubelet"
 	"capstan.dev/capstan/test/fixture"
 	"capstan.dev/capstan/test/provider"
 )
@@ -266,9 +272,7 @@ func TestInitJoinGatesAndDeletion(t *testing.T) {
 	if err != nil || json.Unmarshal(raw, &ports) != nil {
 		t.Fatalf("reading the workload plane's ports: %v", err)
 	}
-	for _, comp := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd"} {
-		mirrorPod(t, comp, first.Status.NodeRef.Name, fmt.Sprintf("https://127.0.0.1:%d", ports.EtcdClient))
-	}
+	runKubelet(t, first.Status.NodeRef.Name, fmt.Sprintf("127.0.0.1:%d", ports.EtcdClient))
 
 	fixture.Eventually(t, "initialized, and the join held back by etcd", 30*time.Second, func() string {
 		kcp := getKCP(t, ns)
@@ -315,28 +319,71 @@ func TestInitJoinGatesAndDeletion(t *testing.T) {
 	})
 }
 
-// mirrorPod publishes a healthy control-plane Pod for node in the workload
-// plane, as a kubelet does for static Pods.
-func mirrorPod(t *testing.T, component, node, etcdURL string) {
+// runKubelet runs the simulated kubelet of a control-plane machine's node
+// in the workload plane until the test ends: it publishes the node's
+// control-plane Pods, and forwards port 2379 of its etcd Pod to the
+// plane's etcd at etcdAddr, which is how the control plane reaches etcd:
+// a port-forward through the workload cluster's API server.
+func runKubelet(t *testing.T, node, etcdAddr string) {
 	t.Helper()
 	ctx := context.Background()
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: component + "-" + node,
-			Labels:      map[string]string{"component": component, "tier": "control-plane"},
-			Annotations: map[string]string{"kubernetes.io/config.mirror": "test"}},
-		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: component, Image: "registry.k8s.io/" + component}}},
-	}
-	if component == "etcd" {
-		p.Annotations["kubeadm.kubernetes.io/etcd.advertise-client-urls"] = etcdURL
-	}
-	if err := planes.Workload.Client.Create(ctx, p); err != nil {
+	pki := filepath.Join(planes.Workload.StateDir, "pki")
+	ca, err := certs.Load(filepath.Join(pki, "ca.crt"), filepath.Join(pki, "ca.key"))
+	if err != nil {
 		t.Fatal(err)
 	}
-	p.Status.Phase = corev1.PodRunning
-	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
-	if err := planes.Workload.Client.Status().Update(ctx, p); err != nil {
+	// The plane authorizes with RBAC only: nodes get their rights from the
+	// built-in role, as in clusters without the Node authorizer.
+	nodes := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "capstan-test-system-nodes"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:node"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: kubelet.NodesGroup}},
+	}
+	if err := planes.Workload.Client.Create(ctx, nodes); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
+	creds, err := ca.Issue(certs.Request{CommonName: kubelet.NodeUser(node), Organization: []string{kubelet.NodesGroup}, Client: true}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyPEM, err := creds.KeyPEM()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.AnonymousClientConfig(planes.Workload.Config)
+	cfg.CertData, cfg.KeyData = creds.CertPEM(), keyPEM
+	serving, err := ca.Issue(certs.Request{CommonName: kubelet.NodeUser(node), Organization: []string{kubelet.NodesGroup},
+		IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, Server: true}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	clientCAs := x509.NewCertPool()
+	clientCAs.AddCert(ca.Cert)
+	var pods []kubelet.StaticPod
+	for _, comp := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd"} {
+		sp := kubelet.StaticPod{Component: comp}
+		if comp == "etcd" {
+			sp.Ports = map[int32]string{2379: etcdAddr}
+		}
+		pods = append(pods, sp)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- kubelet.Run(runCtx, kubelet.Options{
+			Config: cfg, NodeName: node, KubeletVersion: "v1.35.0", StaticPods: pods,
+			Server: &kubelet.ServerOptions{
+				Certificate: tls.Certificate{Certificate: [][]byte{serving.Cert.Raw}, PrivateKey: serving.Key, Leaf: serving.Cert},
+				ClientCAs:   clientCAs,
+			},
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("kubelet of %s: %v", node, err)
+		}
+	})
 }
 
 // objectsRead says what the Machine controller has not read yet of a

@@ -6,12 +6,8 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -24,14 +20,12 @@ import (
 	controlplanev1 "capstan.dev/capstan/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/certs"
-	"capstan.dev/capstan/internal/etcdclient"
 	"capstan.dev/capstan/internal/workload"
 )
 
 // Names kubeadm gives things in a workload cluster.
 const (
 	kubeadmConfigMap            = "kubeadm-config"
-	etcdClientURLsAnnotation    = "kubeadm.kubernetes.io/etcd.advertise-client-urls"
 	apiServerEndpointAnnotation = "kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint"
 	leaveLoadBalancer           = "capstan.dev/leave-load-balancer"
 	leftLoadBalancer            = "capstan.dev/left-load-balancer"
@@ -48,31 +42,6 @@ type componentHealth struct {
 }
 
 func (h componentHealth) healthy() bool { return h.seen && len(h.problems) == 0 }
-
-// etcdMember is one member of the workload cluster's etcd.
-type etcdMember struct {
-	id         uint64
-	name       string
-	clientURLs []string
-	healthy    bool
-	leader     bool
-	problem    string
-}
-
-type etcdState struct {
-	read    bool
-	members []etcdMember
-	err     error
-}
-
-func (e etcdState) member(name string) *etcdMember {
-	for i := range e.members {
-		if e.members[i].name == name {
-			return &e.members[i]
-		}
-	}
-	return nil
-}
 
 // readWorkload reads what the workload cluster says about its control
 // plane: whether kubeadm init finished, the health of every node's
@@ -127,7 +96,7 @@ func (r *Reconciler) readWorkload(ctx context.Context, s *scope) (time.Duration,
 		return unsettledRetry, nil
 	}
 	s.components = componentsByNode(pods.Items)
-	s.etcd = r.readEtcd(ctx, s, pods.Items)
+	s.etcd = r.readEtcd(ctx, s, key, pods.Items)
 	return 0, r.recordCertificateExpiry(ctx, s, pods.Items)
 }
 
@@ -232,75 +201,6 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
-// etcdClientURLs are the client URLs the etcd Pods advertise.
-func etcdClientURLs(pods []corev1.Pod) []string {
-	var urls []string
-	for _, p := range pods {
-		if p.Labels["component"] != "etcd" {
-			continue
-		}
-		for _, u := range strings.Split(p.Annotations[etcdClientURLsAnnotation], ",") {
-			if u = strings.TrimSpace(u); u != "" {
-				urls = append(urls, u)
-			}
-		}
-	}
-	sort.Strings(urls)
-	return urls
-}
-
-// etcdClient connects to the workload cluster's etcd with a client
-// certificate minted from the cluster's etcd CA.
-func etcdClient(s *scope, endpoints []string) (*clientv3.Client, error) {
-	if len(endpoints) == 0 {
-		return nil, errors.New("no etcd Pod advertises a client URL (annotation " + etcdClientURLsAnnotation + ")")
-	}
-	return etcdclient.New(nil, s.certs.EtcdCA, keyAlgorithm(s.kcp), endpoints, "capstan-kubeadmcontrolplane", 3*time.Second, zap.NewNop())
-}
-
-// readEtcd lists etcd's members and asks each whether it is healthy.
-func (r *Reconciler) readEtcd(ctx context.Context, s *scope, pods []corev1.Pod) etcdState {
-	cli, err := etcdClient(s, etcdClientURLs(pods))
-	if err != nil {
-		return etcdState{err: err}
-	}
-	defer cli.Close()
-	listCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	list, err := cli.MemberList(listCtx)
-	if err != nil {
-		return etcdState{err: fmt.Errorf("listing etcd members: %w", err)}
-	}
-	st := etcdState{read: true}
-	for _, m := range list.Members {
-		em := etcdMember{id: m.ID, name: m.Name, clientURLs: m.ClientURLs}
-		switch {
-		case m.IsLearner:
-			em.problem = "is a learner"
-		case len(m.ClientURLs) == 0:
-			em.problem = "has not started"
-		default:
-			// Each member gets its own deadline: a dead one must not use up
-			// the time the others need to answer.
-			statusCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			status, err := cli.Status(statusCtx, m.ClientURLs[0])
-			cancel()
-			if err != nil {
-				em.problem = err.Error()
-				break
-			}
-			if len(status.Errors) > 0 {
-				em.problem = strings.Join(status.Errors, "; ")
-				break
-			}
-			em.healthy = true
-			em.leader = status.Header.MemberId == status.Leader
-		}
-		st.members = append(st.members, em)
-	}
-	return st
-}
-
 // reconcileHooks runs the control plane's pre-terminate hook for each
 // Machine that waits at it: leave the load balancer, move etcd leadership
 // away, remove the member, lift the hook.
@@ -360,6 +260,9 @@ func (r *Reconciler) cleanUpMachine(ctx context.Context, s *scope, m *machineSta
 	if st.err != nil {
 		return false, st.err
 	}
+	if !st.read {
+		return false, errors.New("etcd's members have not been read yet")
+	}
 	member := st.member(m.nodeName())
 	if member == nil {
 		return true, nil
@@ -373,38 +276,8 @@ func (r *Reconciler) cleanUpMachine(ctx context.Context, s *scope, m *machineSta
 	if others == 0 {
 		return false, errors.New("its etcd member is the only healthy one; refusing to remove it")
 	}
-	var endpoints []string
-	for _, o := range st.members {
-		if o.id != member.id && o.healthy {
-			endpoints = append(endpoints, o.clientURLs...)
-		}
-	}
-	cli, err := etcdClient(s, endpoints)
-	if err != nil {
+	if err := r.removeEtcdMember(ctx, s, member); err != nil {
 		return false, err
-	}
-	defer cli.Close()
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if member.leader {
-		for _, o := range st.members {
-			if o.id != member.id && o.healthy {
-				// MoveLeader must be sent to the current leader.
-				lc, err := etcdClient(s, member.clientURLs)
-				if err != nil {
-					return false, err
-				}
-				_, err = lc.MoveLeader(ctx, o.id)
-				lc.Close()
-				if err != nil {
-					return false, fmt.Errorf("moving etcd leadership to %s: %w", o.name, err)
-				}
-				break
-			}
-		}
-	}
-	if _, err := cli.MemberRemove(ctx, member.id); err != nil && !strings.Contains(err.Error(), "member not found") {
-		return false, fmt.Errorf("removing etcd member %s: %w", member.name, err)
 	}
 	r.event(s.kcp, m.machine, "Normal", "EtcdMemberRemoved", "Delete", "Removed etcd member %s of Machine %s", member.name, m.machine.Name)
 	return true, nil

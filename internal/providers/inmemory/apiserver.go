@@ -28,13 +28,15 @@ import (
 // apiServer answers the Kubernetes REST API for one simulated cluster from
 // its store: discovery, get, list, watch (resumable by resourceVersion, and
 // the watch-list stream informers open first), create, update, merge /
-// JSON / strategic-merge patches, apply, delete, the status subresource
-// and Pod eviction. Authentication is the TLS client certificate: anyone
-// the cluster CA vouches for is an administrator.
+// JSON / strategic-merge patches, apply, delete, the status subresource,
+// Pod eviction and port-forward. Authentication is the TLS client
+// certificate: anyone the cluster CA vouches for is an administrator.
 type apiServer struct {
 	store *store
 	// requests counts every request, for tests and the benchmark.
 	requests func(verb string)
+	// dialPod reaches a Pod's port for pods/portforward.
+	dialPod podDialer
 }
 
 func (a *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -43,6 +45,11 @@ func (a *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		a.requests(r.Method)
 	}
 	switch path {
+	case "":
+		// The root lists the server's paths, as kube-apiserver's does;
+		// clients probe it to tell whether a server answers at all.
+		writeJSON(w, http.StatusOK, map[string][]string{"paths": {"/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/version"}})
+		return
 	case "healthz", "readyz", "livez":
 		_, _ = io.WriteString(w, "ok")
 		return
@@ -111,6 +118,8 @@ func (a *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (a *apiServer) serveResource(w http.ResponseWriter, r *http.Request, res resource, ns, name, sub string) {
 	q := r.URL.Query()
 	switch {
+	case (r.Method == http.MethodPost || r.Method == http.MethodGet) && name != "" && sub == "portforward" && res.name == "pods":
+		a.portForward(w, r, res, ns, name)
 	case r.Method == http.MethodGet && name == "" && (q.Get("watch") == "true" || q.Get("watch") == "1"):
 		a.watch(w, r, res, ns)
 	case r.Method == http.MethodGet && name == "":

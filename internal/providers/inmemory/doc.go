@@ -15,7 +15,8 @@
 //     kubectl do: discovery, get, list and watch (resumable from a
 //     resourceVersion, and the watch-list stream informers open first),
 //     create, update, merge / JSON / strategic-merge patch, apply, delete,
-//     the status subresource and Pod eviction, over a small in-memory store
+//     the status subresource, Pod eviction and port-forward (SPDY, served
+//     by the kubelet's own streaming code), over a small in-memory store
 //     with one resourceVersion counter and optimistic concurrency. Its
 //     serving certificate is issued from the cluster's own CA (the
 //     <cluster>-ca Secret, read when the first client connects), and client
@@ -25,7 +26,10 @@
 //     and Maintenance services (MemberList, Status, MoveLeader,
 //     MemberRemove, Alarm) from the simulated membership, over TLS with a
 //     certificate from the cluster's etcd CA, requiring client certificates
-//     from it, as KubeadmControlPlane dials it;
+//     from it. It listens on no port: a port-forward to the member's Pod
+//     kube-system/etcd-<node>, port 2379, through the cluster's API server
+//     is the only way in, as on a cloud and in Cluster API's in-memory
+//     provider, and how KubeadmControlPlane reaches it;
 //   - a simulated kubelet per machine: after the machine's delay its Node
 //     registers Ready with the machine's providerID (so the Machine
 //     controller finds it and sets nodeRef); on control-plane machines the

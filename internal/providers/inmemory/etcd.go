@@ -3,6 +3,7 @@ package inmemory
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"net"
 	"sync"
 
@@ -31,7 +32,7 @@ type etcdMember struct {
 	clientURL string
 	peerURL   string
 	server    *grpc.Server
-	listener  net.Listener
+	listener  *pipeListener
 }
 
 func newEtcdCluster(seed uint64) *etcdCluster {
@@ -39,37 +40,52 @@ func newEtcdCluster(seed uint64) *etcdCluster {
 }
 
 // addMember starts a gRPC endpoint for a new member named name (the node
-// name, as kubeadm names members) and returns its client URL. tlsConfig
-// serves the member's certificate and requires clients from the etcd CA.
-func (e *etcdCluster) addMember(name, host string, tlsConfig *tls.Config) (string, error) {
-	e.mu.Lock()
-	for _, m := range e.members {
-		if m.name == name {
-			e.mu.Unlock()
-			return m.clientURL, nil
-		}
-	}
-	e.mu.Unlock()
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return "", err
-	}
+// name, as kubeadm names members) and returns the client URL it
+// advertises. The endpoint listens on no port: as on a cloud, the only way
+// in is a port-forward to the member's Pod through the cluster's API
+// server (connect). tlsConfig serves the member's certificate and requires
+// clients from the etcd CA.
+func (e *etcdCluster) addMember(name, host string, tlsConfig *tls.Config) string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	for _, m := range e.members {
+		if m.name == name {
+			return m.clientURL
+		}
+	}
 	id := e.nextID
 	e.nextID++
-	m := &etcdMember{id: id, name: name, listener: l, clientURL: "https://" + l.Addr().String(), peerURL: "https://" + host + ":2380"}
+	// What kubeadm's etcd advertises: the node's address, etcd's ports.
+	m := &etcdMember{id: id, name: name, listener: newPipeListener(name),
+		clientURL: "https://" + net.JoinHostPort(host, "2379"), peerURL: "https://" + net.JoinHostPort(host, "2380")}
 	m.server = grpc.NewServer(grpc.Creds(credentials.NewTLS(tlsConfig)))
 	srv := &etcdEndpoint{cluster: e, self: id}
 	pb.RegisterClusterServer(m.server, srv)
 	pb.RegisterMaintenanceServer(m.server, srv)
-	go func() { _ = m.server.Serve(l) }()
+	go func() { _ = m.server.Serve(m.listener) }()
 	e.members = append(e.members, m)
 	if e.leader == 0 {
 		e.leader = id
 	}
 	e.revision++
-	return m.clientURL, nil
+	return m.clientURL
+}
+
+// connect opens a connection to the client endpoint of the member named
+// name, as a port-forward to its Pod reaches it.
+func (e *etcdCluster) connect(name string) (net.Conn, error) {
+	e.mu.Lock()
+	var member *etcdMember
+	for _, m := range e.members {
+		if m.name == name {
+			member = m
+		}
+	}
+	e.mu.Unlock()
+	if member == nil {
+		return nil, fmt.Errorf("etcd member %s is not running", name)
+	}
+	return member.listener.dial()
 }
 
 // removeMember stops a member's endpoint and takes it out of the
@@ -183,3 +199,51 @@ func (s *etcdEndpoint) Alarm(context.Context, *pb.AlarmRequest) (*pb.AlarmRespon
 	defer s.cluster.mu.Unlock()
 	return &pb.AlarmResponse{Header: s.header()}, nil
 }
+
+// pipeListener hands the server end of in-process connections to a gRPC
+// server: a member's endpoint without a port.
+type pipeListener struct {
+	name   string
+	conns  chan net.Conn
+	done   chan struct{}
+	closed sync.Once
+}
+
+func newPipeListener(name string) *pipeListener {
+	return &pipeListener{name: name, conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+// dial returns the client end of a new connection, once the server has
+// taken the other.
+func (l *pipeListener) dial() (net.Conn, error) {
+	client, server := net.Pipe()
+	select {
+	case l.conns <- server:
+		return client, nil
+	case <-l.done:
+		client.Close()
+		server.Close()
+		return nil, fmt.Errorf("etcd member %s has stopped", l.name)
+	}
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error {
+	l.closed.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *pipeListener) Addr() net.Addr { return pipeAddr(l.name) }
+
+type pipeAddr string
+
+func (a pipeAddr) Network() string { return "pipe" }
+func (a pipeAddr) String() string  { return "etcd-" + string(a) }

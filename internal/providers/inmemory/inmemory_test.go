@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,6 +27,7 @@ import (
 	"capstan.dev/capstan/internal/certs"
 	"capstan.dev/capstan/internal/etcdclient"
 	"capstan.dev/capstan/internal/manager"
+	"capstan.dev/capstan/internal/portforward"
 	"capstan.dev/capstan/internal/providers/inmemory"
 	"capstan.dev/capstan/internal/testenv"
 )
@@ -101,7 +102,9 @@ func TestSimulatedClusterLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	etcd, err := etcdclient.New(ctx, cc.EtcdCA, certs.DefaultKeyAlgorithm, []string{pods.Items[0].Annotations["kubeadm.kubernetes.io/etcd.advertise-client-urls"]}, "test", 3*time.Second, zap.NewNop())
+	// etcd is reached as KubeadmControlPlane reaches it: a port-forward
+	// to the member's Pod through the simulated API server.
+	etcd, err := podEtcd(ctx, cfg, cc, pods.Items[0].Name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,10 +148,10 @@ func TestSimulatedClusterLifecycle(t *testing.T) {
 	}
 	scaleCP(3)
 	checkNodes(ctx, t, wl, waitMachines(ctx, t, c, ns, 3))
-	waitEtcdMembers(ctx, t, wl, cc, 3)
+	waitEtcdMembers(ctx, t, wl, cfg, cc, 3)
 	scaleCP(1)
 	checkNodes(ctx, t, wl, waitMachines(ctx, t, c, ns, 1))
-	waitEtcdMembers(ctx, t, wl, cc, 1)
+	waitEtcdMembers(ctx, t, wl, cfg, cc, 1)
 
 	// Deleting the Cluster removes the InMemory objects and closes the
 	// simulated API server's port.
@@ -282,9 +285,20 @@ func kubectlListsNodes(t *testing.T, kubeconfig []byte, machines []clusterv1.Mac
 	t.Logf("kubectl get nodes:\n%s", out)
 }
 
+// podEtcd is a client of the etcd member behind Pod kube-system/pod of
+// the cluster cfg reaches.
+func podEtcd(ctx context.Context, cfg *rest.Config, cc *certs.ClusterCertificates, pod string) (*etcdclient.Member, error) {
+	dialer, err := portforward.NewDialer(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return etcdclient.ForPod(ctx, etcdclient.PodConfig{Dialer: dialer, Namespace: "kube-system", Pod: pod,
+		CA: cc.EtcdCA, CommonName: "test", DialTimeout: 3 * time.Second})
+}
+
 // waitEtcdMembers waits until the simulated etcd lists n members, asking
-// the first etcd Pod's endpoint as KubeadmControlPlane does.
-func waitEtcdMembers(ctx context.Context, t *testing.T, wl client.Client, cc *certs.ClusterCertificates, n int) {
+// the member of the first etcd Pod as KubeadmControlPlane does.
+func waitEtcdMembers(ctx context.Context, t *testing.T, wl client.Client, cfg *rest.Config, cc *certs.ClusterCertificates, n int) {
 	t.Helper()
 	var last string
 	err := wait.PollUntilContextCancel(ctx, 300*time.Millisecond, true, func(ctx context.Context) (bool, error) {
@@ -292,8 +306,9 @@ func waitEtcdMembers(ctx context.Context, t *testing.T, wl client.Client, cc *ce
 		if err := wl.List(ctx, pods, client.InNamespace("kube-system"), client.MatchingLabels{"component": "etcd"}); err != nil || len(pods.Items) == 0 {
 			return false, nil
 		}
-		cli, err := etcdclient.New(ctx, cc.EtcdCA, certs.DefaultKeyAlgorithm, []string{pods.Items[0].Annotations["kubeadm.kubernetes.io/etcd.advertise-client-urls"]}, "test", 3*time.Second, zap.NewNop())
+		cli, err := podEtcd(ctx, cfg, cc, pods.Items[0].Name)
 		if err != nil {
+			last = err.Error()
 			return false, nil
 		}
 		defer cli.Close()

@@ -88,7 +88,7 @@ func (s *simulator) cluster(key types.NamespacedName, port int32) (*simCluster, 
 	c := &simCluster{key: key, sim: s, store: newStore(), etcd: newEtcdCluster(h.Sum64() >> 16), listener: l, timers: map[string][]*time.Timer{}}
 	c.store.onWrite = c.kubeletReacts
 	c.server = &http.Server{
-		Handler:           &apiServer{store: c.store, requests: func(string) { s.calls.Add(1) }},
+		Handler:           &apiServer{store: c.store, requests: func(string) { s.calls.Add(1) }, dialPod: c.dialPod},
 		TLSConfig:         &tls.Config{GetConfigForClient: c.apiTLS, MinVersion: tls.VersionTLS12},
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          nil,
@@ -301,11 +301,7 @@ func (c *simCluster) registerNode(m machineSpec) {
 }
 
 func (c *simCluster) startEtcd(m machineSpec) {
-	url, err := c.etcd.addMember(m.nodeName, c.sim.host, &tls.Config{GetConfigForClient: c.etcdTLS, MinVersion: tls.VersionTLS12})
-	if err != nil {
-		c.sim.log.Error(err, "Simulated etcd member not started", "cluster", c.key.String(), "node", m.nodeName)
-		return
-	}
+	url := c.etcd.addMember(m.nodeName, c.sim.host, &tls.Config{GetConfigForClient: c.etcdTLS, MinVersion: tls.VersionTLS12})
 	c.staticPod(m, "etcd", map[string]any{etcdClientURLsAnnotation: url})
 	c.maybeInit()
 }
