@@ -408,3 +408,24 @@ func TestRolloutTrace(t *testing.T) {
 		})
 	}
 }
+
+func TestOutdatedByRolloutAfter(t *testing.T) {
+	after := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		name         string
+		created, now time.Time
+		after        time.Time
+		outdated     bool
+	}{
+		{"no rollout.after", after.Add(-time.Hour), after, time.Time{}, false},
+		{"rollout.after ahead", after.Add(-time.Hour), after.Add(-time.Minute), after, false},
+		{"created before, moment passed", after.Add(-time.Second), after.Add(time.Minute), after, true},
+		{"created in the same second", after, after.Add(time.Minute), after, false},
+		{"created after", after.Add(time.Second), after.Add(time.Minute), after, false},
+		{"the moment itself", after.Add(-time.Hour), after, after, true},
+	} {
+		if got := plan.OutdatedByRolloutAfter(c.created, c.after, c.now); got != c.outdated {
+			t.Errorf("%s: got %v, want %v", c.name, got, c.outdated)
+		}
+	}
+}

@@ -31,7 +31,7 @@ func TestClusterctlOnALocalCluster(t *testing.T) {
 	ctx := context.Background()
 
 	out := mustClusterctl(t, "describe", "cluster", "demo", "--kubeconfig", kc)
-	for _, want := range []string{"Cluster/demo", "ClusterInfrastructure", "LocalCluster/demo", "ControlPlane", "KubeadmControlPlane/demo-control-plane", "Workers", "MachineDeployment/demo-md-0"} {
+	for _, want := range []string{"Cluster default/demo", "LocalCluster default/demo", "KubeadmControlPlane default/demo-control-plane", "Workers", "MachineDeployment default/demo-md-0"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("clusterctl describe cluster lacks %q:\n%s", want, out)
 		}
@@ -40,7 +40,7 @@ func TestClusterctlOnALocalCluster(t *testing.T) {
 	machines := clusterMachines(t, c, "demo")
 	out = mustClusterctl(t, "describe", "cluster", "demo", "--kubeconfig", kc, "--grouping=false")
 	for _, m := range machines {
-		if !strings.Contains(out, "Machine/"+m.Name) {
+		if !strings.Contains(out, "Machine default/"+m.Name) {
 			t.Errorf("clusterctl describe --grouping=false does not list Machine %s:\n%s", m.Name, out)
 		}
 	}
@@ -51,7 +51,7 @@ func TestClusterctlOnALocalCluster(t *testing.T) {
 		}
 	}
 	out = mustClusterctl(t, "describe", "cluster", "demo", "--kubeconfig", kc, "--echo")
-	for _, want := range []string{"LocalMachine/", "KubeadmConfig/"} {
+	for _, want := range []string{"LocalMachine default/", "KubeadmConfig default/"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("clusterctl describe --echo lacks %s rows:\n%s", want, out)
 		}

@@ -221,14 +221,9 @@ func (r *Reconciler) adopt(ctx context.Context, md *clusterv1.MachineDeployment,
 func (r *Reconciler) classify(s *scope) {
 	md := s.md
 	after := md.Spec.Rollout.After
-	afterInEffect := false
-	if !after.IsZero() {
-		if s.now.Before(after.Time) {
-			// Wake exactly when the sets made before it become outdated.
-			s.requeueAfter = after.Sub(s.now)
-		} else {
-			afterInEffect = true
-		}
+	if !after.IsZero() && s.now.Before(after.Time) {
+		// Wake exactly when the sets made before it become outdated.
+		s.requeueAfter = after.Sub(s.now)
 	}
 	s.upToDate = map[string]bool{}
 	s.current, s.scaled = nil, nil
@@ -236,7 +231,7 @@ func (r *Reconciler) classify(s *scope) {
 		if !ms.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if afterInEffect && ms.CreationTimestamp.Before(&after) {
+		if plan.OutdatedByRolloutAfter(ms.CreationTimestamp.Time, after.Time, s.now) {
 			continue
 		}
 		if TemplateUpToDate(&ms.Spec.Template, &md.Spec.Template) {

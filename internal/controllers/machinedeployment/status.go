@@ -10,6 +10,7 @@ import (
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/conditions"
+	"capstan.dev/capstan/internal/plan"
 )
 
 // Reasons of the MachineDeployment's own conditions.
@@ -165,7 +166,7 @@ func (r *Reconciler) rollingOutCondition(s *scope, c counts) metav1.Condition {
 			continue
 		}
 		if TemplateUpToDate(&ms.Spec.Template, &md.Spec.Template) {
-			if !after.IsZero() && ms.CreationTimestamp.Before(&after) {
+			if plan.OutdatedByRolloutAfter(ms.CreationTimestamp.Time, after.Time, s.now) {
 				add("MachineSets created before rollout.after " + after.UTC().Format("2006-01-02T15:04:05Z"))
 			}
 			continue

@@ -12,6 +12,7 @@ import (
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/contract"
+	"capstan.dev/capstan/internal/plan"
 )
 
 // rolloutFields is a Machine spec with the fields that are propagated to
@@ -114,7 +115,7 @@ func upToDate(ms *clusterv1.MachineSet, md *clusterv1.MachineDeployment, now tim
 	if after := md.Spec.Rollout.After; !after.IsZero() {
 		if now.Before(after.Time) {
 			recheck = after.Sub(now)
-		} else if !ms.CreationTimestamp.After(after.Time) {
+		} else if plan.OutdatedByRolloutAfter(ms.CreationTimestamp.Time, after.Time, now) {
 			diffs = append(diffs, rolloutAfterExpired)
 		}
 	}
