@@ -114,7 +114,7 @@ func (r *Reconciler) outdated(s *scope, m *machineState) []string {
 		}
 	}
 	if after := kcp.Spec.Rollout.After; !after.IsZero() {
-		if !after.After(s.now) && m.machine.CreationTimestamp.Before(&after) {
+		if plan.OutdatedByRolloutAfter(m.machine.CreationTimestamp.Time, after.Time, s.now) {
 			why = append(why, "spec.rollout.after "+after.UTC().Format("2006-01-02T15:04:05Z")+" has passed")
 		} else if after.After(s.now) {
 			s.rolloutDue = after.Time
