@@ -104,8 +104,28 @@ func TestClusterctlOnALocalCluster(t *testing.T) {
 	mustClusterctl(t, "alpha", "rollout", "restart", "kubeadmcontrolplane/demo-control-plane", "--kubeconfig", kc)
 	settled(t, c, "demo", clusterv1.MachineControlPlaneNameLabel, "demo-control-plane", 1, restart)
 
+	// The owners' counters come to agree with their Machines.
+	eventually(t, "the control plane and the workers count their Machines", time.Minute, func() string {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "demo-control-plane"}, kcp); err != nil {
+			return err.Error()
+		}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "demo-md-0"}, md); err != nil {
+			return err.Error()
+		}
+		k, d := kcp.Status, md.Status
+		if ptr.Deref(k.Replicas, 0) != 1 || ptr.Deref(k.UpToDateReplicas, 0) != 1 || ptr.Deref(k.AvailableReplicas, 0) != 1 ||
+			ptr.Deref(d.Replicas, 0) != 2 || ptr.Deref(d.UpToDateReplicas, 0) != 2 || ptr.Deref(d.AvailableReplicas, 0) != 2 {
+			return fmt.Sprintf("control plane replicas/upToDate/available %v/%v/%v, workers %v/%v/%v; want 1/1/1 and 2/2/2",
+				ptr.Deref(k.Replicas, -1), ptr.Deref(k.UpToDateReplicas, -1), ptr.Deref(k.AvailableReplicas, -1),
+				ptr.Deref(d.Replicas, -1), ptr.Deref(d.UpToDateReplicas, -1), ptr.Deref(d.AvailableReplicas, -1))
+		}
+		return ""
+	})
 	out = mustClusterctl(t, "describe", "cluster", "demo", "--kubeconfig", kc)
 	t.Logf("clusterctl describe cluster demo after both restarts:\n%s", out)
+	if !strings.Contains(out, "KubeadmControlPlane default/demo-control-plane, v1.35.8  1/1") {
+		t.Errorf("clusterctl describe does not show the control plane as 1/1:\n%s", out)
+	}
 }
 
 // clusterMachines lists the cluster's Machines.
