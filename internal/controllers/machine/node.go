@@ -7,8 +7,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -32,9 +30,6 @@ const (
 	NodeManagedTaintsAnnotation = "cluster.x-k8s.io/taints-from-machine"
 )
 
-// fieldManager names Capstan's server-side apply ownership on Nodes.
-const fieldManager = "capstan-machine"
-
 // syncedLabel tells whether a Machine label is one Capstan copies to the
 // Node: node roles and labels in the node-restriction and
 // node.cluster.x-k8s.io domains, which kubelets may not set themselves.
@@ -52,10 +47,14 @@ func syncedLabel(key string) bool {
 	return false
 }
 
-// syncNode applies the Machine's labels and identity annotations to its
-// Node with server-side apply (so labels Capstan no longer wants are removed
-// and everyone else's are left alone; an unchanged apply writes nothing), and
-// reconciles the Machine's taints.
+// syncNode puts the Machine's labels and identity annotations on its Node
+// and reconciles the Machine's taints. It writes with JSON merge patches
+// only, as upstream Cluster API does: every API server accepts them,
+// including ones that serve no server-side apply (upstream's in-memory
+// provider's simulated API servers refuse it with 415). A synced label the
+// Machine no longer has is removed by name, from the list of keys the
+// managed-labels annotation recorded, so everyone else's labels are left
+// alone; an unchanged Node gets no write.
 func (r *Reconciler) syncNode(ctx context.Context, c client.Client, s *scope) error {
 	m, node := s.machine, s.node
 	labels := map[string]any{}
@@ -79,39 +78,57 @@ func (r *Reconciler) syncNode(ctx context.Context, c client.Client, s *scope) er
 			annotations[NodeOwnerNameAnnotation] = ref.Name
 		}
 	}
-	if wantsApply(node, labels, annotations) {
-		apply := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "v1", "kind": "Node",
-			"metadata": map[string]any{"name": node.Name, "labels": labels, "annotations": annotations},
-		}}
-		if err := c.Patch(ctx, apply, client.Apply, client.FieldOwner(fieldManager), client.ForceOwnership); err != nil {
+	if patch := nodeMetadataPatch(node, labels, annotations); patch != nil {
+		body, err := json.Marshal(map[string]any{"metadata": patch})
+		if err != nil {
 			return err
 		}
-		// Continue from the Node as the apply left it, not the cached copy.
-		fresh := &corev1.Node{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(apply.Object, fresh); err != nil {
+		// The patch leaves node as the API server returned it, so the
+		// taints continue from the Node as it now is.
+		node = node.DeepCopy()
+		if err := c.Patch(ctx, node, client.RawPatch(types.MergePatchType, body)); err != nil {
 			return err
 		}
-		node = fresh
 	}
 	return syncTaints(ctx, c, node, m.Spec.Taints)
 }
 
-// wantsApply tells whether the Node differs from what Capstan applies; a
-// label dropped from the Machine shows as a change of the managed-labels
-// annotation.
-func wantsApply(node *corev1.Node, labels, annotations map[string]any) bool {
+// nodeMetadataPatch is the merge patch of metadata that gives the Node the
+// labels and annotations Capstan wants and drops the synced labels it put
+// there before that the Machine no longer has; nil when nothing differs.
+func nodeMetadataPatch(node *corev1.Node, labels, annotations map[string]any) map[string]any {
+	setLabels := map[string]any{}
 	for k, v := range labels {
-		if node.Labels[k] != v {
-			return true
+		if have, ok := node.Labels[k]; !ok || have != v {
+			setLabels[k] = v
 		}
 	}
+	if prev := node.Annotations[NodeManagedLabelsAnnotation]; prev != "" {
+		for _, k := range strings.Split(prev, ",") {
+			if _, keep := labels[k]; !keep && syncedLabel(k) {
+				if _, ok := node.Labels[k]; ok {
+					setLabels[k] = nil
+				}
+			}
+		}
+	}
+	setAnnotations := map[string]any{}
 	for k, v := range annotations {
-		if node.Annotations[k] != v {
-			return true
+		if have, ok := node.Annotations[k]; !ok || have != v {
+			setAnnotations[k] = v
 		}
 	}
-	return false
+	if len(setLabels) == 0 && len(setAnnotations) == 0 {
+		return nil
+	}
+	patch := map[string]any{}
+	if len(setLabels) > 0 {
+		patch["labels"] = setLabels
+	}
+	if len(setAnnotations) > 0 {
+		patch["annotations"] = setAnnotations
+	}
+	return patch
 }
 
 func taintID(key string, effect corev1.TaintEffect) string { return key + ":" + string(effect) }

@@ -1,0 +1,111 @@
+package machine_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/test/provider"
+)
+
+// TestNodeWritesAreMergePatches: the Machine controller writes a workload
+// cluster's Nodes with merge patches only, never server-side apply, which
+// API servers that are not kube-apiserver may not serve (upstream's
+// in-memory provider's simulated API servers answer it 415). Synced labels
+// still come and go with the Machine's, and labels others set stay.
+func TestNodeWritesAreMergePatches(t *testing.T) {
+	ctx := context.Background()
+	ns := mgmt.Namespace(t)
+	cluster := workloadCluster(t, ns)
+	const (
+		pool  = "node.cluster.x-k8s.io/pool"
+		role  = "node-role.kubernetes.io/worker"
+		admin = "node.cluster.x-k8s.io/set-by-admin"
+	)
+
+	bootstrap := provider.BootstrapConfig.New(ns, "m1", nil)
+	infra := provider.InfraMachine.New(ns, "m1", nil)
+	m := &clusterv1.Machine{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "m1", Labels: map[string]string{role: "", pool: "a"}},
+		Spec: clusterv1.MachineSpec{
+			ClusterName:       cluster.Name,
+			Version:           "v1.35.0",
+			Bootstrap:         clusterv1.Bootstrap{ConfigRef: provider.BootstrapConfig.Ref("m1")},
+			InfrastructureRef: provider.InfraMachine.Ref("m1"),
+		},
+	}
+	for _, o := range []client.Object{bootstrap, infra, m} {
+		if err := mgmt.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := provider.SetStatus(ctx, mgmt.Client, bootstrap, map[string]any{
+		"initialization": map[string]any{"dataSecretCreated": true}, "dataSecretName": "m1-bootstrap-data",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	providerID := "test://" + ns + "/m1"
+	if err := mgmt.Client.Patch(ctx, infra, client.RawPatch("application/merge-patch+json",
+		[]byte(`{"spec":{"providerID":"`+providerID+`"}}`))); err != nil {
+		t.Fatal(err)
+	}
+	if err := provider.SetStatus(ctx, mgmt.Client, infra, map[string]any{"initialization": map[string]any{"provisioned": true}}); err != nil {
+		t.Fatal(err)
+	}
+	node := readyNode("merge-"+ns, providerID)
+	node.Labels = map[string]string{"team": "blue", admin: "kept"}
+	if err := workloadEnv.Client.Create(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = workloadEnv.Client.Delete(context.Background(), node) })
+	setNodeReady(t, node)
+
+	nodeHas := func(what string, want map[string]string, gone ...string) {
+		t.Helper()
+		eventually(t, what, func(ctx context.Context) string {
+			if err := workloadEnv.Client.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
+				return err.Error()
+			}
+			for k, v := range want {
+				if have, ok := node.Labels[k]; !ok || have != v {
+					return fmt.Sprintf("label %s: want %q, labels %v", k, v, node.Labels)
+				}
+			}
+			for _, k := range gone {
+				if _, ok := node.Labels[k]; ok {
+					return fmt.Sprintf("label %s still there: %v", k, node.Labels)
+				}
+			}
+			if node.Annotations["cluster.x-k8s.io/machine"] != "m1" {
+				return fmt.Sprintf("annotations %v", node.Annotations)
+			}
+			return ""
+		})
+	}
+	nodeHas("the Machine's labels on the Node", map[string]string{role: "", pool: "a", "team": "blue", admin: "kept"})
+
+	// The Machine drops one synced label and changes another.
+	if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(m), m); err != nil {
+		t.Fatal(err)
+	}
+	before := m.DeepCopy()
+	delete(m.Labels, pool)
+	m.Labels[role] = "yes"
+	if err := mgmt.Client.Patch(ctx, m, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	nodeHas("the Machine's new labels on the Node", map[string]string{role: "yes", "team": "blue", admin: "kept"}, pool)
+	if got := node.Annotations["cluster.x-k8s.io/labels-from-machine"]; got != role {
+		t.Errorf("managed-labels annotation %q, want %q", got, role)
+	}
+
+	for _, f := range node.ManagedFields {
+		if f.Operation == metav1.ManagedFieldsOperationApply {
+			t.Errorf("the Node was written by server-side apply (manager %q, subresource %q)", f.Manager, f.Subresource)
+		}
+	}
+}
