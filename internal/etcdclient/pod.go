@@ -82,10 +82,17 @@ func ForPod(ctx context.Context, pc PodConfig) (*Member, error) {
 		// API's in-memory provider picks the member's certificate.
 		Endpoints:   []string{"https://" + net.JoinHostPort(pc.Pod, strconv.Itoa(ClientPort))},
 		DialTimeout: pc.DialTimeout,
-		DialOptions: []grpc.DialOption{grpc.WithContextDialer(pc.Dialer.ContextDialer(pc.Namespace))},
-		TLS:         memberTLS(pc.CA.Cert, leaf, pc.Pod),
-		Logger:      log,
-		Context:     ctx,
+		DialOptions: []grpc.DialOption{
+			grpc.WithContextDialer(pc.Dialer.ContextDialer(pc.Namespace)),
+			// The etcd client's resolver switches the channel to
+			// round_robin once it is built; starting there spares the
+			// connection the first balancer opens and the switch cancels,
+			// which here is a whole port-forward abandoned mid-handshake.
+			grpc.WithDefaultServiceConfig(`{"loadBalancingPolicy": "round_robin"}`),
+		},
+		TLS:     memberTLS(pc.CA.Cert, leaf, pc.Pod),
+		Logger:  log,
+		Context: ctx,
 		// One member per client: retrying another endpoint is pointless.
 		MaxUnaryRetries: 1,
 	}
