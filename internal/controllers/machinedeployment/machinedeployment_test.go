@@ -446,7 +446,8 @@ func TestNewDeploymentCreatesOneMachineSet(t *testing.T) {
 	if !strings.Contains(strings.Join(md.Finalizers, ","), machinedeployment.Finalizer) {
 		t.Errorf("finalizers %v", md.Finalizers)
 	}
-	if md.Status.Selector != "cluster.x-k8s.io/deployment-name=workers" {
+	// Defaulted as upstream does: the cluster-name label too.
+	if md.Status.Selector != "cluster.x-k8s.io/cluster-name=c1,cluster.x-k8s.io/deployment-name=workers" {
 		t.Errorf("status.selector %q", md.Status.Selector)
 	}
 	if md.Annotations[clusterv1.RevisionAnnotation] != "1" {
