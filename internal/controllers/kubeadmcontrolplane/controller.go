@@ -30,6 +30,7 @@ import (
 	"capstan.dev/capstan/internal/pause"
 	"capstan.dev/capstan/internal/phase"
 	"capstan.dev/capstan/internal/plan"
+	"capstan.dev/capstan/internal/portforward"
 	"capstan.dev/capstan/internal/workload"
 )
 
@@ -148,6 +149,9 @@ type scope struct {
 
 	workload    client.Client // nil while the workload cluster cannot be reached
 	workloadErr error
+	// podDialer port-forwards to the workload cluster's Pods (etcd, the API
+	// servers) through its API server; nil while it cannot be reached.
+	podDialer   *portforward.Dialer
 	initialized bool
 	etcd        etcdState
 	// components maps node names to the health of their control-plane Pods.

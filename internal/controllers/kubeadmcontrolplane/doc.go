@@ -15,9 +15,11 @@
 // port-forward to each member's static Pod kube-system/etcd-<node>, port
 // 2379, carrying TLS to the member with a client certificate from the
 // cluster's etcd CA; one client per member, so that each member's health
-// and leadership are its own answers. Node addresses, and the client URLs
-// members advertise, are never dialled: a management cluster elsewhere
-// cannot route to them.
+// and leadership are its own answers. Each API server's serving
+// certificate, whose expiry the rollout watches, is read the same way
+// (kube-apiserver-<node> on kubeadm's bind port). Node addresses, and the
+// addresses the static Pods advertise, are never dialled: a management
+// cluster elsewhere cannot route to them.
 //
 // A removed Machine keeps a pre-terminate hook until its etcd member is gone:
 // when the Machine is drained and waits at the hook, the controller asks the

@@ -12,7 +12,6 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"capstan.dev/capstan/internal/etcdclient"
 	"capstan.dev/capstan/internal/portforward"
@@ -50,8 +49,6 @@ type etcdState struct {
 	read    bool
 	members []etcdMember
 	err     error
-	// dialer reaches the members' Pods; set once etcd was read.
-	dialer *portforward.Dialer
 }
 
 func (e etcdState) member(name string) *etcdMember {
@@ -106,15 +103,8 @@ func (r *Reconciler) connectEtcd(ctx context.Context, s *scope, dialer *portforw
 // readEtcd lists etcd's members through the first etcd Pod that answers,
 // then asks each member, through its own Pod, whether it is healthy and
 // whether it leads.
-func (r *Reconciler) readEtcd(ctx context.Context, s *scope, cluster client.ObjectKey, pods []corev1.Pod) etcdState {
-	cfg, err := r.Workload.GetRESTConfig(ctx, cluster)
-	if err != nil {
-		return etcdState{err: fmt.Errorf("cannot reach etcd: %w", err)}
-	}
-	dialer, err := portforward.NewDialer(cfg)
-	if err != nil {
-		return etcdState{err: fmt.Errorf("cannot reach etcd: %w", err)}
-	}
+func (r *Reconciler) readEtcd(ctx context.Context, s *scope, pods []corev1.Pod) etcdState {
+	dialer := s.podDialer
 	candidates := etcdPods(s, pods)
 	if len(candidates) == 0 {
 		return etcdState{err: errors.New("cannot reach etcd: no etcd Pod (kube-system, component=etcd) is bound to a node")}
@@ -148,7 +138,7 @@ func (r *Reconciler) readEtcd(ctx context.Context, s *scope, cluster client.Obje
 		return etcdState{err: fmt.Errorf("cannot list etcd's members: %s", strings.Join(failures, "; "))}
 	}
 
-	st := etcdState{read: true, dialer: dialer, members: make([]etcdMember, len(members))}
+	st := etcdState{read: true, members: make([]etcdMember, len(members))}
 	var wg sync.WaitGroup
 	for i, m := range members {
 		em := &st.members[i]
@@ -164,6 +154,7 @@ func (r *Reconciler) readEtcd(ctx context.Context, s *scope, cluster client.Obje
 		pod := etcdPodName(m.Name)
 		cli := clients[pod]
 		if cli == nil {
+			var err error
 			if cli, err = r.connectEtcd(ctx, s, dialer, pod); err != nil {
 				em.problem = err.Error()
 				continue
@@ -209,14 +200,14 @@ func (r *Reconciler) removeEtcdMember(ctx context.Context, s *scope, member *etc
 			break
 		}
 	}
-	if target == nil || s.etcd.dialer == nil {
+	if target == nil || s.podDialer == nil {
 		return errors.New("no other healthy etcd member to remove it through")
 	}
 	ctx, cancel := context.WithTimeout(ctx, etcdMoveTimeout)
 	defer cancel()
 	if member.leader {
 		// Only the leader can hand its leadership over.
-		leader, err := r.connectEtcd(ctx, s, s.etcd.dialer, etcdPodName(member.name))
+		leader, err := r.connectEtcd(ctx, s, s.podDialer, etcdPodName(member.name))
 		if err != nil {
 			return err
 		}
@@ -226,7 +217,7 @@ func (r *Reconciler) removeEtcdMember(ctx context.Context, s *scope, member *etc
 			return fmt.Errorf("moving etcd leadership from %s to %s: %s", member.name, target.name, etcdError(err))
 		}
 	}
-	cli, err := r.connectEtcd(ctx, s, s.etcd.dialer, etcdPodName(target.name))
+	cli, err := r.connectEtcd(ctx, s, s.podDialer, etcdPodName(target.name))
 	if err != nil {
 		return err
 	}

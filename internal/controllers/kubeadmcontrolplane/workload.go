@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,19 +18,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	bootstrapv1 "capstan.dev/capstan/api/bootstrap/kubeadm/v1beta2"
 	controlplanev1 "capstan.dev/capstan/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/certs"
+	"capstan.dev/capstan/internal/portforward"
 	"capstan.dev/capstan/internal/workload"
 )
 
 // Names kubeadm gives things in a workload cluster.
 const (
-	kubeadmConfigMap            = "kubeadm-config"
-	apiServerEndpointAnnotation = "kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint"
-	leaveLoadBalancer           = "capstan.dev/leave-load-balancer"
-	leftLoadBalancer            = "capstan.dev/left-load-balancer"
-	leaveLoadBalancerDeadline   = 30 * time.Second
+	kubeadmConfigMap          = "kubeadm-config"
+	leaveLoadBalancer         = "capstan.dev/leave-load-balancer"
+	leftLoadBalancer          = "capstan.dev/left-load-balancer"
+	leaveLoadBalancerDeadline = 30 * time.Second
 )
 
 // controlPlaneComponents are the mirror Pods each control-plane node has.
@@ -96,19 +98,28 @@ func (r *Reconciler) readWorkload(ctx context.Context, s *scope) (time.Duration,
 		return unsettledRetry, nil
 	}
 	s.components = componentsByNode(pods.Items)
-	s.etcd = r.readEtcd(ctx, s, key, pods.Items)
+	cfg, err := r.Workload.GetRESTConfig(ctx, key)
+	if err == nil {
+		s.podDialer, err = portforward.NewDialer(cfg)
+	}
+	if err != nil {
+		s.etcd = etcdState{err: fmt.Errorf("cannot reach etcd: %w", err)}
+		return unsettledRetry, nil
+	}
+	s.etcd = r.readEtcd(ctx, s, pods.Items)
 	return 0, r.recordCertificateExpiry(ctx, s, pods.Items)
 }
 
 // recordCertificateExpiry notes on each Machine when its API server's
 // serving certificate expires (Cluster API's certificates-expiry
-// annotation), read once from the certificate the server presents; the
+// annotation), read once from the certificate the server presents through
+// a port-forward to its Pod, on the port kubeadm binds it to; the
 // rollout's certificatesExpiryDays compares against it.
 func (r *Reconciler) recordCertificateExpiry(ctx context.Context, s *scope, pods []corev1.Pod) error {
-	endpoints := map[string]string{}
+	apiServers := map[string]string{}
 	for _, p := range pods {
-		if p.Labels["component"] == "kube-apiserver" {
-			endpoints[p.Spec.NodeName] = p.Annotations[apiServerEndpointAnnotation]
+		if p.Labels["component"] == "kube-apiserver" && p.Spec.NodeName != "" {
+			apiServers[p.Spec.NodeName] = p.Name
 		}
 	}
 	var errs []error
@@ -116,11 +127,11 @@ func (r *Reconciler) recordCertificateExpiry(ctx context.Context, s *scope, pods
 		if _, ok := m.machine.Annotations[clusterv1.MachineCertificatesExpiryDateAnnotation]; ok || !m.machine.DeletionTimestamp.IsZero() {
 			continue
 		}
-		endpoint := endpoints[m.nodeName()]
-		if endpoint == "" {
+		pod := apiServers[m.nodeName()]
+		if pod == "" {
 			continue
 		}
-		expiry, err := servingCertificateExpiry(ctx, endpoint, s.certs.CA)
+		expiry, err := servingCertificateExpiry(ctx, s.podDialer, pod, apiServerBindPort(m.config), s.certs.CA)
 		if err != nil {
 			// The machine may still be starting; the next look tries again.
 			continue
@@ -137,24 +148,63 @@ func (r *Reconciler) recordCertificateExpiry(ctx context.Context, s *scope, pods
 	return kerrors.NewAggregate(errs)
 }
 
-// servingCertificateExpiry is when the certificate an API server presents
-// expires; the certificate must chain to the cluster CA.
-func servingCertificateExpiry(ctx context.Context, endpoint string, ca *certs.KeyPair) (time.Time, error) {
-	pool := x509.NewCertPool()
-	pool.AddCert(ca.Cert)
-	d := tls.Dialer{Config: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+// apiServerBindPort is the port the Machine's kubeadm configuration binds
+// its API server to: kubeadm's 6443 unless it says otherwise.
+func apiServerBindPort(config *bootstrapv1.KubeadmConfig) int {
+	if config != nil {
+		if p := config.Spec.InitConfiguration.LocalAPIEndpoint.BindPort; p != 0 {
+			return int(p)
+		}
+		if jcp := config.Spec.JoinConfiguration.ControlPlane; jcp != nil && jcp.LocalAPIEndpoint.BindPort != 0 {
+			return int(jcp.LocalAPIEndpoint.BindPort)
+		}
+	}
+	return 6443
+}
+
+// servingCertificateExpiry is when the certificate the API server of Pod
+// kube-system/pod presents on port expires.
+func servingCertificateExpiry(ctx context.Context, dialer *portforward.Dialer, pod string, port int, ca *certs.KeyPair) (time.Time, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	conn, err := d.DialContext(ctx, "tcp", endpoint)
+	raw, err := dialer.Dial(ctx, metav1NamespaceSystem, pod, port)
 	if err != nil {
 		return time.Time{}, err
 	}
+	return certificateExpiry(ctx, raw, ca)
+}
+
+// certificateExpiry is when the certificate the TLS server at the other
+// end of raw presents expires; raw is closed. The certificate must chain
+// to ca; its names are not checked, since only its date is read and
+// nothing is sent.
+func certificateExpiry(ctx context.Context, raw net.Conn, ca *certs.KeyPair) (time.Time, error) {
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.Cert)
+	var leaf *x509.Certificate
+	conn := tls.Client(raw, &tls.Config{
+		MinVersion:         tls.VersionTLS12,
+		InsecureSkipVerify: true, //nolint:gosec // the chain is verified below; the names do not matter
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			if len(cs.PeerCertificates) == 0 {
+				return errors.New("no certificate presented")
+			}
+			intermediates := x509.NewCertPool()
+			for _, c := range cs.PeerCertificates[1:] {
+				intermediates.AddCert(c)
+			}
+			if _, err := cs.PeerCertificates[0].Verify(x509.VerifyOptions{Roots: roots, Intermediates: intermediates}); err != nil {
+				return err
+			}
+			leaf = cs.PeerCertificates[0]
+			return nil
+		},
+	})
 	defer conn.Close()
-	chain := conn.(*tls.Conn).ConnectionState().PeerCertificates
-	if len(chain) == 0 {
-		return time.Time{}, errors.New("no certificate presented")
+	if err := conn.HandshakeContext(ctx); err != nil {
+		return time.Time{}, err
 	}
-	return chain[0].NotAfter, nil
+	return leaf.NotAfter, nil
 }
 
 const metav1NamespaceSystem = "kube-system"

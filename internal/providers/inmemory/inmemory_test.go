@@ -113,6 +113,18 @@ func TestSimulatedClusterLifecycle(t *testing.T) {
 	if err != nil || len(members.Members) != 1 || !strings.HasPrefix(members.Members[0].Name, "c0-cp-") {
 		t.Fatalf("etcd members: %v, %v", members, err)
 	}
+	// The API server's serving certificate is read the same way, through a
+	// port-forward to its Pod, and recorded on the Machine.
+	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		m := &clusterv1.Machine{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: members.Members[0].Name}, m); err != nil {
+			return false, nil
+		}
+		return m.Annotations[clusterv1.MachineCertificatesExpiryDateAnnotation] != "", nil
+	})
+	if err != nil {
+		t.Errorf("the control-plane Machine has no %s annotation: %v", clusterv1.MachineCertificatesExpiryDateAnnotation, err)
+	}
 
 	// Scaling the workers up and down reaches the simulated cluster.
 	md := &clusterv1.MachineDeployment{}

@@ -74,16 +74,21 @@ func (f podForwarder) PortForward(_ context.Context, _ string, _ types.UID, port
 	return nil
 }
 
-// dialPod reaches the simulated Pod's port: the etcd Pods' client port
-// (2379) is their member's endpoint; nothing else listens.
+// dialPod reaches the simulated Pod's port: an etcd Pod's client port
+// (2379) is its member's endpoint, a kube-apiserver Pod's (kubeadm's 6443)
+// the cluster's simulated API server; nothing else listens.
 func (c *simCluster) dialPod(namespace, name string, port int32) (net.Conn, error) {
 	pod, ok := c.store.get("/pods", namespace, name)
 	if !ok {
 		return nil, fmt.Errorf("pod %s/%s does not exist", namespace, name)
 	}
 	labels, _ := metaOf(pod)["labels"].(map[string]any)
-	if namespace != kubeSystem || labels["component"] != "etcd" || port != 2379 {
-		return nil, fmt.Errorf("nothing listens on port %d of the simulated pod %s/%s", port, namespace, name)
+	switch {
+	case namespace == kubeSystem && labels["component"] == "etcd" && port == 2379:
+		return c.etcd.connect(fieldValue(pod, "spec.nodeName"))
+	case namespace == kubeSystem && labels["component"] == "kube-apiserver" && port == 6443:
+		d := net.Dialer{Timeout: 5 * time.Second}
+		return d.Dial("tcp", c.listener.Addr().String())
 	}
-	return c.etcd.connect(fieldValue(pod, "spec.nodeName"))
+	return nil, fmt.Errorf("nothing listens on port %d of the simulated pod %s/%s", port, namespace, name)
 }
