@@ -74,7 +74,7 @@ func (a *agent) kubeadmInit(ctx context.Context, path string) error {
 	if n > 0 {
 		a.log.Info("Created bootstrap tokens from the InitConfiguration", "count", n)
 	}
-	if err := a.startControlPlaneKubelet(docs.Init.NodeRegistration); err != nil {
+	if err := a.startControlPlaneKubelet(docs.Init.NodeRegistration, docs.Init.LocalAPIEndpoint.BindPort); err != nil {
 		return err
 	}
 	return a.markStarted()
@@ -240,7 +240,11 @@ func (a *agent) leaveLoadBalancer(ctx context.Context) error {
 
 // startControlPlaneKubelet runs the kubelet of a control-plane machine with
 // a node credential minted from the cluster CA, against its own API server.
-func (a *agent) startControlPlaneKubelet(reg kubeadmapi.NodeRegistrationOptions) error {
+//
+// bindPort is the port kubeadm's configuration binds the API server to (0:
+// kubeadm's 6443); the machine's API server listens on a port of its own,
+// and a port-forward to its Pod on either arrives there.
+func (a *agent) startControlPlaneKubelet(reg kubeadmapi.NodeRegistrationOptions, bindPort int32) error {
 	ca, err := a.loadCA()
 	if err != nil {
 		return err
@@ -281,6 +285,9 @@ func (a *agent) startControlPlaneKubelet(reg kubeadmapi.NodeRegistrationOptions)
 			Ports: map[int32]string{apiServerBindPort: a.apiServerAddress()}},
 		{Component: "kube-controller-manager", Healthy: health("kube-controller-manager")},
 		{Component: "kube-scheduler", Healthy: health("kube-scheduler")},
+	}
+	if bindPort != 0 {
+		pods[1].Ports[bindPort] = a.apiServerAddress()
 	}
 	api, err := kubeletServer(ca, a.keyAlgorithm, a.st.NodeName)
 	if err != nil {

@@ -361,10 +361,19 @@ func (a *agent) joinControlPlane(ctx context.Context, joinData []byte, join *kub
 	if err := a.startControlPlane(ctx, docs.Cluster, a.st.EtcdInitialCluster); err != nil {
 		return err
 	}
-	if err := a.startControlPlaneKubelet(join.NodeRegistration); err != nil {
+	if err := a.startControlPlaneKubelet(join.NodeRegistration, joinBindPort(join)); err != nil {
 		return err
 	}
 	return a.markStarted()
+}
+
+// joinBindPort is the port a control-plane join binds its API server to
+// (0: kubeadm's default).
+func joinBindPort(join *kubeadmapi.JoinConfiguration) int32 {
+	if join.ControlPlane == nil {
+		return 0
+	}
+	return join.ControlPlane.LocalAPIEndpoint.BindPort
 }
 
 // resume starts the components of a machine that was set up before this
@@ -379,12 +388,12 @@ func (a *agent) resume(ctx context.Context) error {
 		if err := a.startControlPlane(ctx, &docs.Init.ClusterConfiguration, ""); err != nil {
 			return err
 		}
-		return a.startControlPlaneKubelet(docs.Init.NodeRegistration)
+		return a.startControlPlaneKubelet(docs.Init.NodeRegistration, docs.Init.LocalAPIEndpoint.BindPort)
 	case a.st.Role == RoleControlPlane && docs.Join != nil && docs.Cluster != nil:
 		if err := a.startControlPlane(ctx, docs.Cluster, a.st.EtcdInitialCluster); err != nil {
 			return err
 		}
-		return a.startControlPlaneKubelet(docs.Join.NodeRegistration)
+		return a.startControlPlaneKubelet(docs.Join.NodeRegistration, joinBindPort(docs.Join))
 	case a.st.Role == RoleWorker && docs.Join != nil:
 		caPEM, err := os.ReadFile(filepath.Join(a.root, "etc", "kubernetes", "pki", "ca.crt"))
 		if err != nil {
