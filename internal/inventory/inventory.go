@@ -19,7 +19,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,16 +44,56 @@ const CRDName = "providers.clusterctl.cluster.x-k8s.io"
 // clusterctl offers any real release as an upgrade.
 const DevVersion = "v0.0.0-dev"
 
-// Version is the inventory version of a Capstan build version: the same
-// version with a leading "v" when clusterctl can parse it as a semantic
-// version, DevVersion otherwise.
+// Version is the inventory version of a Capstan build version, ordered as
+// clusterctl orders versions (semantic versioning), so that `clusterctl
+// upgrade plan` offers only releases that come after the build:
+//
+//   - a release, "v1.2.3" or "1.2.3", is itself with a leading "v";
+//   - what `git describe --tags --dirty` prints between releases is turned
+//     into a pre-release of the next patch release: "v1.2.3-5-gabc1234"
+//     (five commits after v1.2.3) is v1.2.4-dev.5+gabc1234, after v1.2.3 and
+//     before v1.2.4. Kept as printed it would be a pre-release of v1.2.3,
+//     and clusterctl would offer v1.2.3 as its upgrade. After a pre-release
+//     tag the count extends that pre-release: "v1.3.0-rc.1-2-gabc1234" is
+//     v1.3.0-rc.1.dev.2+gabc1234, before rc.2;
+//   - uncommitted changes ("-dirty") are build metadata, which orders
+//     nothing: "v1.2.3-dirty" is v1.2.3+dirty, not a pre-release of v1.2.3;
+//   - anything else that is not a semantic version is DevVersion.
 func Version(capstanVersion string) string {
-	v, err := utilversion.ParseSemantic(capstanVersion)
+	s, dirty := strings.CutSuffix(capstanVersion, "-dirty")
+	var build []string
+	if m := gitDescribed.FindStringSubmatch(s); m != nil {
+		tag, err := utilversion.ParseSemantic(m[1])
+		if err != nil {
+			return DevVersion
+		}
+		build = append(build, "g"+m[3])
+		if dirty {
+			build = append(build, "dirty")
+		}
+		if tag.PreRelease() == "" {
+			return fmt.Sprintf("v%d.%d.%d-dev.%s+%s", tag.Major(), tag.Minor(), tag.Patch()+1, m[2], strings.Join(build, "."))
+		}
+		return fmt.Sprintf("v%d.%d.%d-%s.dev.%s+%s", tag.Major(), tag.Minor(), tag.Patch(), tag.PreRelease(), m[2], strings.Join(build, "."))
+	}
+	v, err := utilversion.ParseSemantic(s)
 	if err != nil {
 		return DevVersion
 	}
-	return "v" + v.String()
+	if !dirty {
+		return "v" + v.String()
+	}
+	if b := v.BuildMetadata(); b != "" {
+		build = append(build, b)
+	}
+	build = append(build, "dirty")
+	return "v" + v.WithBuildMetadata(strings.Join(build, ".")).String()
 }
+
+// gitDescribed matches a version as `git describe --tags` prints it for a
+// commit after the tag: the tag, the number of commits since, and "g"
+// followed by the abbreviated commit.
+var gitDescribed = regexp.MustCompile(`^(.+)-([0-9]+)-g([0-9a-f]{4,})$`)
 
 // Capstan's providers, as clusterctl names them.
 var (

@@ -33,8 +33,13 @@ func TestVersion(t *testing.T) {
 		"v1.2":                    inventory.DevVersion,
 		"v1.2.3":                  "v1.2.3",
 		"1.2.3":                   "v1.2.3",
-		"v0.3.0-5-g44d1588-dirty": "v0.3.0-5-g44d1588-dirty",
+		"v1.2.3-dirty":            "v1.2.3+dirty",
+		"v0.3.0-5-g44d1588":       "v0.3.1-dev.5+g44d1588",
+		"v0.3.0-5-g44d1588-dirty": "v0.3.1-dev.5+g44d1588.dirty",
+		"v0.4.0-rc.1-12-gdeadbee": "v0.4.0-rc.1.dev.12+gdeadbee",
 		"v2.0.0-rc.1+build.7":     "v2.0.0-rc.1+build.7",
+		"v2.0.0+build.7-dirty":    "v2.0.0+build.7.dirty",
+		"v1.x-3-g44d1588":         inventory.DevVersion,
 	} {
 		got := inventory.Version(in)
 		if got != want {
@@ -47,6 +52,33 @@ func TestVersion(t *testing.T) {
 	dev, _ := utilversion.ParseSemantic(inventory.DevVersion)
 	if release, _ := utilversion.ParseSemantic("v0.0.1"); !dev.LessThan(release) {
 		t.Errorf("%s does not sort below every release", inventory.DevVersion)
+	}
+}
+
+// A build's inventory version sorts, by the rules clusterctl compares with,
+// after the tag git describe started from and before the next release, so
+// clusterctl upgrade plan offers no older release as an upgrade.
+func TestVersionOrder(t *testing.T) {
+	for _, tc := range []struct{ after, build, before string }{
+		{"v0.3.0", "v0.3.0-5-g44d1588", "v0.3.1"},
+		{"v0.3.0", "v0.3.0-5-g44d1588-dirty", "v0.3.1-rc.1"},
+		{"v0.3.1-dev.4+gaaaaaaa", "v0.3.0-5-g44d1588", "v0.3.1-dev.6+gbbbbbbb"},
+		{"v0.3.1-dev.9+gaaaaaaa", "v0.3.0-10-g44d1588", "v0.3.1-dev.11+gbbbbbbb"},
+		{"v0.4.0-rc.1", "v0.4.0-rc.1-12-gdeadbee", "v0.4.0-rc.2"},
+		{"v0.2.9", "v0.3.0-dirty", "v0.3.1"},
+	} {
+		after := utilversion.MustParseSemantic(tc.after)
+		build := utilversion.MustParseSemantic(inventory.Version(tc.build))
+		before := utilversion.MustParseSemantic(tc.before)
+		if !after.LessThan(build) || !build.LessThan(before) {
+			t.Errorf("Version(%q) = %s, want it after %s and before %s", tc.build, build, after, before)
+		}
+	}
+	// At the tag with uncommitted changes: neither older nor newer than the tag.
+	tag := utilversion.MustParseSemantic("v0.3.0")
+	dirty := utilversion.MustParseSemantic(inventory.Version("v0.3.0-dirty"))
+	if tag.LessThan(dirty) || dirty.LessThan(tag) {
+		t.Errorf("Version(v0.3.0-dirty) = %s orders apart from v0.3.0", dirty)
 	}
 }
 
