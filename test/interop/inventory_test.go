@@ -95,6 +95,16 @@ func TestClusterctlRecognisesCapstan(t *testing.T) {
 	for label := range capstanInventory {
 		repo.release(t, label, current, series, nil)
 	}
+	// An older release of the same series is no upgrade. (For a build
+	// between releases, the release it follows: Capstan records such a
+	// build as a pre-release of the next patch.)
+	if cur.Patch() > 0 {
+		older := fmt.Sprintf("v%d.%d.%d", cur.Major(), cur.Minor(), cur.Patch()-1)
+		for label := range capstanInventory {
+			repo.release(t, label, older, series, nil)
+		}
+		t.Logf("the repositories also hold the older release %s", older)
+	}
 	repo.clusterctlConfig(t, slices.Collect(maps.Keys(capstanInventory)), "")
 
 	out := mustClusterctl(t, "upgrade", "plan", "--kubeconfig", kc)
