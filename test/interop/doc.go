@@ -1,7 +1,10 @@
 // Package interop runs upstream Cluster API's own parts against Capstan, as a
 // user who already has them would: clusterctl (describe, get kubeconfig,
-// alpha rollout, move) on Capstan's clusters, and upstream's in-memory
-// infrastructure provider under Capstan's core, bootstrap and control plane.
+// alpha rollout, move) on Capstan's clusters, clusterctl's provider
+// life-cycle (upgrade plan, init, generate cluster, delete) on the provider
+// inventory Capstan records, with local file repositories in place of
+// GitHub, and upstream's in-memory infrastructure provider under Capstan's
+// core, bootstrap and control plane.
 //
 // It is a Go module of its own so that upstream's dependency versions never
 // touch Capstan's. The upstream binaries are built from the Go module proxy
