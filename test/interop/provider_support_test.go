@@ -3,17 +3,10 @@ package interop
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -30,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 )
 
 // The upstream docker provider as the in-memory provider: what the test
@@ -45,15 +39,24 @@ const providerName = "infrastructure-docker"
 // can run on a host at a time.
 const providerDebugAddr = "127.0.0.1:19000"
 
-// installProviderCRDs installs the provider's CRDs from the upstream module
-// the test's go.mod pins, as its kustomization would but without the
-// conversion webhook: each CRD keeps only its v1beta2 version (the only one
-// the test uses, so nothing needs converting) and gets the contract label
-// that tells Capstan's core which contract the kind follows, plus
-// clusterctl's labels. All of the provider's kinds are installed, Docker*
-// too: its manager watches every one of them and does not start without
-// them.
-func installProviderCRDs(t testing.TB, c client.Client) []string {
+// installedProvider is what `capstan provider install` set up for the
+// provider's manager: its webhook port and serving certificate directory.
+type installedProvider struct {
+	crds        []string
+	webhookPort int
+	certDir     string
+}
+
+// installProvider installs upstream's docker provider into the plane as a
+// user would with the embedded plane: `capstan provider install` with the
+// provider's components. The components are made from the CRDs in the
+// upstream module the test's go.mod pins, as the provider's release
+// kustomization labels them (the contract label that tells Capstan's core
+// which contract the kinds follow), without the conversion webhook: each CRD
+// keeps only its v1beta2 version, the only one the test uses. All of the
+// provider's kinds are installed, Docker* too: its manager watches every one
+// of them and does not start without them.
+func installProvider(t testing.TB, p *plane) installedProvider {
 	t.Helper()
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/cluster-api/test").Output()
 	if err != nil {
@@ -64,7 +67,7 @@ func installProviderCRDs(t testing.TB, c client.Client) []string {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no CRDs in %s (%v)", dir, err)
 	}
-	ctx := context.Background()
+	components := t.TempDir()
 	var names []string
 	for _, f := range files {
 		b, err := os.ReadFile(f)
@@ -91,13 +94,29 @@ func installProviderCRDs(t testing.TB, c client.Client) []string {
 			crd.Labels = map[string]string{}
 		}
 		crd.Labels["cluster.x-k8s.io/v1beta2"] = "v1beta2"
-		crd.Labels["clusterctl.cluster.x-k8s.io"] = ""
-		crd.Labels["cluster.x-k8s.io/provider"] = providerName
-		if err := c.Create(ctx, crd); err != nil {
-			t.Fatalf("installing CRD %s: %v", crd.Name, err)
+		crd.APIVersion, crd.Kind = "apiextensions.k8s.io/v1", "CustomResourceDefinition"
+		y, err := yaml.Marshal(crd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(components, filepath.Base(f)), y, 0o644); err != nil {
+			t.Fatal(err)
 		}
 		names = append(names, crd.Name)
 	}
+	port := freePorts(t, 1)[0]
+	res, code := capstan(t, "provider", "install", providerName, "--state-dir", p.dir, "--version", upstream,
+		"--components", components, "--webhook-port", strconv.Itoa(port))
+	if code != 0 {
+		t.Fatalf("capstan provider install exited %d:\n%s", code, res)
+	}
+	t.Logf("capstan provider install:\n%s", res)
+	certDir := filepath.Join(p.dir, "providers", providerName, "certs")
+	if want := fmt.Sprintf("--kubeconfig %s --webhook-port %d --webhook-cert-dir %s", p.kubeconfig(), port, certDir); !strings.Contains(res, want) {
+		t.Fatalf("capstan provider install does not print the manager's flags %q:\n%s", want, res)
+	}
+	c := p.client()
+	ctx := context.Background()
 	eventually(t, "the provider's CRDs are established", time.Minute, func() string {
 		for _, n := range names {
 			crd := &apiextensionsv1.CustomResourceDefinition{}
@@ -116,7 +135,7 @@ func installProviderCRDs(t testing.TB, c client.Client) []string {
 		}
 		return ""
 	})
-	return names
+	return installedProvider{crds: names, webhookPort: port, certDir: certDir}
 }
 
 // provider is the upstream provider process.
@@ -128,27 +147,24 @@ type provider struct {
 	err     error // how the process ended, once exited is closed
 }
 
-// startProvider runs the upstream provider against the plane with the
-// plane's admin kubeconfig (so it needs no RBAC of its own), a webhook
-// serving certificate the test issues, and ports of its own. Its webhooks
+// startProvider runs the upstream provider against the plane with the flags
+// `capstan provider install` printed (the plane's admin kubeconfig, the
+// webhook port and the serving certificate it wrote), and ports of its own
+// for health and diagnostics. Its webhooks
 // are not registered: the test sets every field their defaulting would.
 // At cleanup the process is stopped; its log is kept in the test's
 // temporary directory and its tail printed when the test failed.
-func startProvider(t testing.TB, p *plane) *provider {
+func startProvider(t testing.TB, p *plane, in installedProvider) *provider {
 	t.Helper()
 	if conn, err := net.DialTimeout("tcp", providerDebugAddr, time.Second); err == nil {
 		conn.Close()
 		t.Fatalf("%s is taken: another upstream in-memory provider runs on this host (its debug port is fixed), and the two would also share the workload ports from 20000", providerDebugAddr)
 	}
 	dir := t.TempDir()
-	certDir := filepath.Join(dir, "serving-certs")
-	if _, err := issueServingCertificate(certDir); err != nil {
-		t.Fatal(err)
-	}
-	ports := freePorts(t, 3)
+	ports := freePorts(t, 2)
 	pr := &provider{
 		logPath: filepath.Join(dir, "provider.log"),
-		health:  "127.0.0.1:" + strconv.Itoa(ports[1]),
+		health:  "127.0.0.1:" + strconv.Itoa(ports[0]),
 		exited:  make(chan struct{}),
 	}
 	logFile, err := os.Create(pr.logPath)
@@ -157,10 +173,10 @@ func startProvider(t testing.TB, p *plane) *provider {
 	}
 	pr.cmd = exec.Command(providerBin,
 		"--kubeconfig", p.kubeconfig(),
-		"--webhook-cert-dir", certDir,
-		"--webhook-port", strconv.Itoa(ports[0]),
+		"--webhook-cert-dir", in.certDir,
+		"--webhook-port", strconv.Itoa(in.webhookPort),
 		"--health-addr", pr.health,
-		"--diagnostics-address", "127.0.0.1:"+strconv.Itoa(ports[2]),
+		"--diagnostics-address", "127.0.0.1:"+strconv.Itoa(ports[1]),
 		"--insecure-diagnostics",
 	)
 	pr.cmd.Env = append(os.Environ(), "POD_IP=127.0.0.1")
@@ -336,69 +352,4 @@ func freePorts(t testing.TB, n int) []int {
 		l.Close()
 	}
 	return ports
-}
-
-// issueServingCertificate writes tls.crt and tls.key for 127.0.0.1 and
-// localhost into dir, signed by a CA made for the purpose, and returns the
-// CA's certificate in PEM (for a webhook configuration's caBundle).
-func issueServingCertificate(dir string) ([]byte, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	now := time.Now()
-	caTmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "capstan interop webhook CA"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return nil, err
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return nil, err
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	leafTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2),
-		Subject:      pkix.Name{CommonName: "127.0.0.1"},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-		DNSNames:     []string{"localhost"},
-	}
-	leafDER, err := x509.CreateCertificate(rand.Reader, leafTmpl, ca, &key.PublicKey, caKey)
-	if err != nil {
-		return nil, err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, err
-	}
-	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
-	files := map[string][]byte{
-		"tls.crt": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leafDER}),
-		"tls.key": pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
-		"ca.crt":  caPEM,
-	}
-	for name, b := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
-			return nil, err
-		}
-	}
-	return caPEM, nil
 }

@@ -202,9 +202,9 @@ func TestUpstreamInMemoryProvider(t *testing.T) {
 			dumpCluster(t, c)
 		}
 	})
-	installProviderCRDs(t, c)
-	pr := startProvider(t, p)
-	step("plane up, provider CRDs installed, provider ready")
+	in := installProvider(t, p)
+	pr := startProvider(t, p, in)
+	step("plane up, provider installed (capstan provider install), provider ready")
 
 	applyManifest(t, c, inMemoryClusterManifest())
 

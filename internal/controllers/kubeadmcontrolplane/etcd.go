@@ -147,7 +147,11 @@ func (r *Reconciler) readEtcd(ctx context.Context, s *scope, pods []corev1.Pod) 
 		case m.IsLearner:
 			em.problem = "is a learner"
 			continue
-		case m.Name == "" || len(m.ClientURLs) == 0:
+		case m.Name == "":
+			// A member is named when it starts. Its client URLs are not
+			// asked for: the Pod is reached by port-forward, and etcd
+			// implementations that answer for a member (upstream's
+			// simulated one) need not list them.
 			em.problem = "has not started"
 			continue
 		}
@@ -180,9 +184,10 @@ func memberStatus(ctx context.Context, cli *etcdclient.Member, id uint64) (healt
 	switch {
 	case err != nil:
 		return false, false, "cannot be reached: " + etcdError(err)
-	case res.Header == nil || res.Header.MemberId != id:
+	case res.Header != nil && res.Header.MemberId != 0 && res.Header.MemberId != id:
 		// The Pod is not this member's: not a kubeadm-made member, or a
-		// Pod left from a machine that had the same name.
+		// Pod left from a machine that had the same name. (An answer
+		// without a header cannot tell; the Pod's name matched.)
 		return false, false, fmt.Sprintf("is not the member behind Pod %s", cli.Pod)
 	case len(res.Errors) > 0:
 		return false, false, strings.Join(res.Errors, "; ")
