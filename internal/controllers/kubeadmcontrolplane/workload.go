@@ -29,8 +29,6 @@ import (
 // Names kubeadm gives things in a workload cluster.
 const (
 	kubeadmConfigMap          = "kubeadm-config"
-	leaveLoadBalancer         = "capstan.dev/leave-load-balancer"
-	leftLoadBalancer          = "capstan.dev/left-load-balancer"
 	leaveLoadBalancerDeadline = 30 * time.Second
 )
 
@@ -344,7 +342,12 @@ func (r *Reconciler) leftLoadBalancer(ctx context.Context, s *scope, m *machineS
 	if err := s.workload.Get(ctx, client.ObjectKey{Name: nodeName}, node); err != nil {
 		return apierrors.IsNotFound(err)
 	}
-	if node.Annotations[leftLoadBalancer] == "true" || !nodeReady(node) {
+	if node.Annotations[controlplanev1.LoadBalancerLeaverAnnotation] != "true" {
+		// Not a machine of Capstan's providers: nothing would answer, and
+		// the provider's load balancer checks its API servers itself.
+		return true
+	}
+	if node.Annotations[controlplanev1.LeftLoadBalancerAnnotation] == "true" || !nodeReady(node) {
 		// A machine whose kubelet does not report cannot answer, and its
 		// API server is not serving either.
 		return true
@@ -353,12 +356,12 @@ func (r *Reconciler) leftLoadBalancer(ctx context.Context, s *scope, m *machineS
 	if s.now.Sub(first.(time.Time)) > leaveLoadBalancerDeadline {
 		return true // a dead machine cannot answer
 	}
-	if node.Annotations[leaveLoadBalancer] != "true" {
+	if node.Annotations[controlplanev1.LeaveLoadBalancerAnnotation] != "true" {
 		before := node.DeepCopy()
 		if node.Annotations == nil {
 			node.Annotations = map[string]string{}
 		}
-		node.Annotations[leaveLoadBalancer] = "true"
+		node.Annotations[controlplanev1.LeaveLoadBalancerAnnotation] = "true"
 		if err := s.workload.Patch(ctx, node, client.MergeFrom(before)); err != nil {
 			return false
 		}

@@ -25,6 +25,8 @@ import (
 	"capstan.dev/capstan/internal/certs"
 	"capstan.dev/capstan/internal/node/controlplane"
 	"capstan.dev/capstan/internal/node/kubelet"
+
+	controlplanev1 "capstan.dev/capstan/api/controlplane/kubeadm/v1beta2"
 )
 
 // The workload control plane of a local machine: Node and RBAC
@@ -240,7 +242,7 @@ func TestOnKubeadmControlPlane(t *testing.T) {
 	})
 
 	// Leaving the load balancer, answered with the node's own credentials.
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{kubelet.AnnotationLeaveLoadBalancer: "true"}}})
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{controlplanev1.LeaveLoadBalancerAnnotation: "true"}}})
 	if _, err := c.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +251,7 @@ func TestOnKubeadmControlPlane(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		return nd.Annotations[kubelet.AnnotationLeftLoadBalancer] == "true", fmt.Sprint(nd.Annotations)
+		return nd.Annotations[controlplanev1.LeftLoadBalancerAnnotation] == "true", fmt.Sprint(nd.Annotations)
 	})
 	mu.Lock()
 	if leaves != 1 {

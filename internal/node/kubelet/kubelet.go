@@ -22,16 +22,6 @@ import (
 	"k8s.io/client-go/util/workqueue"
 )
 
-// Annotations of the load-balancer hand-over (docs/local-provider.md,
-// "Leaving the load balancer before etcd goes").
-const (
-	// AnnotationLeaveLoadBalancer on a Node asks its machine to stop
-	// receiving API server traffic from the cluster's load balancer.
-	AnnotationLeaveLoadBalancer = "capstan.dev/leave-load-balancer"
-	// AnnotationLeftLoadBalancer is the node's answer: it no longer does.
-	AnnotationLeftLoadBalancer = "capstan.dev/left-load-balancer"
-)
-
 // Well-known names the simulated kubelet writes.
 const (
 	// NodeLeaseNamespace holds one Lease per node, renewed as its heartbeat.

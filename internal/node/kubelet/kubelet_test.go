@@ -31,6 +31,8 @@ import (
 	"capstan.dev/capstan/internal/certs"
 	"capstan.dev/capstan/internal/node/kubelet"
 	"capstan.dev/capstan/internal/testenv"
+
+	controlplanev1 "capstan.dev/capstan/api/controlplane/kubeadm/v1beta2"
 )
 
 var env *testenv.Env
@@ -437,7 +439,7 @@ func TestNodeLifecycle(t *testing.T) {
 	})
 
 	// Leaving the load balancer.
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{kubelet.AnnotationLeaveLoadBalancer: "true"}}})
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{controlplanev1.LeaveLoadBalancerAnnotation: "true"}}})
 	if _, err := c.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -446,7 +448,7 @@ func TestNodeLifecycle(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		return nd.Annotations[kubelet.AnnotationLeftLoadBalancer] == "true", fmt.Sprintf("annotations %v", nd.Annotations)
+		return nd.Annotations[controlplanev1.LeftLoadBalancerAnnotation] == "true", fmt.Sprintf("annotations %v", nd.Annotations)
 	})
 	time.Sleep(3 * interval)
 	if len(left) != 1 {

@@ -3,6 +3,8 @@ package kubelet
 import (
 	"context"
 	"time"
+
+	controlplanev1 "capstan.dev/capstan/api/controlplane/kubeadm/v1beta2"
 )
 
 // leaveLoop answers the Node's leave-load-balancer request: it runs OnLeave
@@ -17,8 +19,8 @@ func (k *kubelet) leaveLoop(ctx context.Context) {
 	for {
 		node, err := k.node()
 		if err == nil {
-			asked := node.Annotations[AnnotationLeaveLoadBalancer] == "true"
-			left := node.Annotations[AnnotationLeftLoadBalancer] == "true"
+			asked := node.Annotations[controlplanev1.LeaveLoadBalancerAnnotation] == "true"
+			left := node.Annotations[controlplanev1.LeftLoadBalancerAnnotation] == "true"
 			switch {
 			case !asked:
 				answered = false
@@ -48,7 +50,7 @@ func (k *kubelet) leave(ctx context.Context) bool {
 			return false
 		}
 	}
-	patch := map[string]any{"metadata": map[string]any{"annotations": map[string]any{AnnotationLeftLoadBalancer: "true"}}}
+	patch := map[string]any{"metadata": map[string]any{"annotations": map[string]any{controlplanev1.LeftLoadBalancerAnnotation: "true"}}}
 	if _, err := k.patchNode(ctx, k.client, patch, ""); err != nil {
 		if ctx.Err() == nil {
 			k.log.Error(err, "Answering the leave-load-balancer request failed; will retry")

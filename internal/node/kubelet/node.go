@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	kubeletapis "k8s.io/kubelet/pkg/apis"
+
+	controlplanev1 "capstan.dev/capstan/api/controlplane/kubeadm/v1beta2"
 )
 
 // The machine's advertised resources. They are fixed: a local machine has
@@ -59,6 +61,18 @@ func (k *kubelet) register(ctx context.Context) error {
 	}
 }
 
+// registrationAnnotations are the annotations the kubelet keeps on its Node:
+// attach/detach left to the controller manager, as a kubelet registers, and,
+// on a machine that can leave the load balancer, the mark that tells
+// KubeadmControlPlane to ask it to before its etcd member goes.
+func (k *kubelet) registrationAnnotations() map[string]string {
+	a := map[string]string{"volumes.kubernetes.io/controller-managed-attach-detach": "true"}
+	if k.o.OnLeave != nil {
+		a[controlplanev1.LoadBalancerLeaverAnnotation] = "true"
+	}
+	return a
+}
+
 func (k *kubelet) tryRegister(ctx context.Context) error {
 	own, restricted := splitLabels(k.o.Labels)
 	for key, value := range defaultLabels(k.o.NodeName) {
@@ -70,7 +84,7 @@ func (k *kubelet) tryRegister(ctx context.Context) error {
 			Labels: own,
 			// As a kubelet registering with attach/detach left to the
 			// controller manager.
-			Annotations: map[string]string{"volumes.kubernetes.io/controller-managed-attach-detach": "true"},
+			Annotations: k.registrationAnnotations(),
 		},
 		Spec: corev1.NodeSpec{
 			ProviderID: k.o.ProviderID,
@@ -107,8 +121,21 @@ func (k *kubelet) tryRegister(ctx context.Context) error {
 			labels[key] = value
 		}
 	}
+	annotations := map[string]any{}
+	for key, value := range k.registrationAnnotations() {
+		if existing.Annotations[key] != value {
+			annotations[key] = value
+		}
+	}
+	meta := map[string]any{}
 	if len(labels) > 0 {
-		patch["metadata"] = map[string]any{"labels": labels}
+		meta["labels"] = labels
+	}
+	if len(annotations) > 0 {
+		meta["annotations"] = annotations
+	}
+	if len(meta) > 0 {
+		patch["metadata"] = meta
 	}
 	if existing.Spec.ProviderID == "" && k.o.ProviderID != "" {
 		patch["spec"] = map[string]any{"providerID": k.o.ProviderID}

@@ -19,17 +19,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	controlplanev1 "capstan.dev/capstan/api/controlplane/kubeadm/v1beta2"
 	"capstan.dev/capstan/internal/certs"
 )
 
 // Annotations and names the simulated cluster shares with the core: kubeadm's
-// static Pod annotations that KubeadmControlPlane reads, and Capstan's
-// leave-the-load-balancer handshake.
+// static Pod annotations that KubeadmControlPlane reads.
 const (
 	etcdClientURLsAnnotation    = "kubeadm.kubernetes.io/etcd.advertise-client-urls"
 	apiServerEndpointAnnotation = "kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint"
-	leaveLoadBalancer           = "capstan.dev/leave-load-balancer"
-	leftLoadBalancer            = "capstan.dev/left-load-balancer"
 	kubeSystem                  = "kube-system"
 )
 
@@ -284,9 +282,14 @@ func (c *simCluster) registerNode(m machineSpec) {
 	if m.controlPlane {
 		labels["node-role.kubernetes.io/control-plane"] = ""
 	}
+	meta := map[string]any{"name": m.nodeName, "labels": labels}
+	if m.controlPlane {
+		// Its simulated API server leaves the load balancer when asked.
+		meta["annotations"] = map[string]any{controlplanev1.LoadBalancerLeaverAnnotation: "true"}
+	}
 	node := object{
 		"apiVersion": "v1", "kind": "Node",
-		"metadata": map[string]any{"name": m.nodeName, "labels": labels},
+		"metadata": meta,
 		"spec":     map[string]any{"providerID": m.providerID},
 		"status": map[string]any{
 			"conditions": []any{map[string]any{"type": "Ready", "status": "True", "reason": "KubeletReady",
@@ -384,12 +387,12 @@ func (c *simCluster) kubeletReacts(res string, o object) {
 		return
 	}
 	ann, _ := metaOf(o)["annotations"].(map[string]any)
-	if ann[leaveLoadBalancer] != "true" || ann[leftLoadBalancer] == "true" {
+	if ann[controlplanev1.LeaveLoadBalancerAnnotation] != "true" || ann[controlplanev1.LeftLoadBalancerAnnotation] == "true" {
 		return
 	}
 	updated := copyObject(o)
 	a := metaOf(updated)["annotations"].(map[string]any)
-	a[leftLoadBalancer] = "true"
+	a[controlplanev1.LeftLoadBalancerAnnotation] = "true"
 	_, _ = c.store.update(gr("", "nodes"), "/nodes", updated)
 }
 

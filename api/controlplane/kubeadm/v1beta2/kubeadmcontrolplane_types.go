@@ -42,6 +42,18 @@ const (
 	// Machine's etcd member just before the infrastructure is deleted.
 	PreTerminateHookCleanupAnnotation = clusterv1.PreTerminateDeleteHookAnnotationPrefix + "/kcp-cleanup"
 
+	// The load-balancer hand-over between KubeadmControlPlane and the
+	// machines of Capstan's own providers (Capstan's extension, not the
+	// Cluster API contract). A control-plane Node whose machine can leave
+	// the cluster's load balancer says so with LoadBalancerLeaverAnnotation;
+	// before removing such a Machine's etcd member, KubeadmControlPlane asks
+	// with LeaveLoadBalancerAnnotation and waits for
+	// LeftLoadBalancerAnnotation. Other providers' Nodes are not asked: no
+	// one would answer.
+	LoadBalancerLeaverAnnotation = "capstan.dev/leaves-load-balancer"
+	LeaveLoadBalancerAnnotation  = "capstan.dev/leave-load-balancer"
+	LeftLoadBalancerAnnotation   = "capstan.dev/left-load-balancer"
+
 	// DefaultMinHealthyPeriodSeconds is used when
 	// spec.remediation.minHealthyPeriodSeconds is not set: one hour.
 	DefaultMinHealthyPeriodSeconds = int32(60 * 60)
