@@ -15,11 +15,12 @@ import (
 	"math/big"
 	"net"
 	"os"
-	"path/filepath"
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"capstan.dev/capstan/internal/atomicfile"
 )
 
 // DefaultLifetime is the validity of a leaf certificate when a Request does
@@ -235,10 +236,10 @@ func (kp *KeyPair) Write(certPath, keyPath string) error {
 	if err != nil {
 		return err
 	}
-	if err := WriteFileAtomic(keyPath, keyPEM, 0o600); err != nil {
+	if err := atomicfile.WriteFile(keyPath, keyPEM, 0o600); err != nil {
 		return err
 	}
-	return WriteFileAtomic(certPath, kp.CertPEM(), 0o644)
+	return atomicfile.WriteFile(certPath, kp.CertPEM(), 0o644)
 }
 
 // ValidFor reports whether the certificate is valid at now and stays valid
@@ -287,35 +288,6 @@ func Kubeconfig(server, clusterName, userName string, caPEM []byte, client *KeyP
 	cfg.Contexts[contextName] = &clientcmdapi.Context{Cluster: clusterName, AuthInfo: userName}
 	cfg.CurrentContext = contextName
 	return clientcmd.Write(*cfg)
-}
-
-// WriteFileAtomic replaces path in one rename, so that a crash never leaves
-// a half-written file behind; parent directories are created.
-func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(perm); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
 
 func newSerial() *big.Int {

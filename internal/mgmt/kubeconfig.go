@@ -7,6 +7,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"capstan.dev/capstan/internal/atomicfile"
 )
 
 // contextName is the kubeconfig context, cluster and user name of the plane.
@@ -51,5 +53,5 @@ func (d StateDir) writeKubeconfig(server string) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(d.KubeconfigPath(), body, 0o600)
+	return atomicfile.WriteFile(d.KubeconfigPath(), body, 0o600)
 }

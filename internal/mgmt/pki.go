@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"capstan.dev/capstan/internal/atomicfile"
 	"capstan.dev/capstan/internal/certs"
 )
 
@@ -130,12 +131,8 @@ func (p pki) ensureServiceAccountKey() error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(p.serviceAccountKey(), keyPEM, 0o600); err != nil {
+	if err := atomicfile.WriteFile(p.serviceAccountKey(), keyPEM, 0o600); err != nil {
 		return err
 	}
-	return writeFileAtomic(p.serviceAccountPub(), pubPEM, 0o644)
+	return atomicfile.WriteFile(p.serviceAccountPub(), pubPEM, 0o644)
 }
-
-// writeFileAtomic replaces path in one rename, so that a crash never leaves a
-// half-written file behind.
-var writeFileAtomic = certs.WriteFileAtomic

@@ -7,9 +7,10 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
-	"syscall"
 	"time"
+
+	"capstan.dev/capstan/internal/atomicfile"
+	"capstan.dev/capstan/internal/lockfile"
 )
 
 // DefaultStateDir is where the plane keeps its state when the user names no
@@ -84,8 +85,9 @@ func (d StateDir) Prepare() error {
 	return os.Remove(probe.Name())
 }
 
-// Lock is an exclusive hold on a state directory.
-type Lock struct{ f *os.File }
+// Lock is an exclusive hold on a state directory: a lockfile lock, the same
+// mechanism as a local machine's node.lock.
+type Lock struct{ l *lockfile.Lock }
 
 // ErrInUse is returned by TryLock when another process holds the directory.
 var ErrInUse = errors.New("state directory in use")
@@ -94,54 +96,32 @@ var ErrInUse = errors.New("state directory in use")
 // the hold when the process exits, however it exits, so a killed instance
 // never blocks the next start.
 func (d StateDir) TryLock() (*Lock, error) {
-	f, err := os.OpenFile(d.lockPath(), os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("opening lock file: %w", err)
+	l, err := lockfile.Acquire(d.lockPath(), 0o600)
+	if errors.Is(err, lockfile.ErrHeld) {
+		return nil, ErrInUse
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, ErrInUse
-		}
+	if err != nil {
 		return nil, fmt.Errorf("locking %s: %w", d.lockPath(), err)
 	}
-	if err := f.Truncate(0); err == nil {
-		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	}
-	return &Lock{f: f}, nil
+	return &Lock{l: l}, nil
 }
 
 // Release gives the directory up.
 func (l *Lock) Release() {
-	if l == nil || l.f == nil {
+	if l == nil || l.l == nil {
 		return
 	}
-	_ = syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
-	l.f.Close()
-	l.f = nil
+	_ = l.l.Release()
+	l.l = nil
 }
 
 // Running tells whether a process holds the directory, and which.
 func (d StateDir) Running() (bool, int) {
-	f, err := os.OpenFile(d.lockPath(), os.O_RDONLY, 0)
-	if err != nil {
+	if held, err := lockfile.Held(d.lockPath()); err != nil || !held {
 		return false, 0
 	}
-	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB); err == nil {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		return false, 0
-	}
-	b, _ := os.ReadFile(d.lockPath())
-	pid, _ := strconv.Atoi(string(trimSpace(b)))
+	pid, _ := lockfile.Owner(d.lockPath())
 	return true, pid
-}
-
-func trimSpace(b []byte) []byte {
-	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == ' ') {
-		b = b[:len(b)-1]
-	}
-	return b
 }
 
 // ReadRunInfo reads what the running (or last crashed) plane recorded.
@@ -217,5 +197,5 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(path, append(b, '\n'), 0o600)
+	return atomicfile.WriteFile(path, append(b, '\n'), 0o600)
 }

@@ -15,6 +15,7 @@ import (
 	"capstan.dev/capstan/internal/certs"
 	"capstan.dev/capstan/internal/node/cloudinit"
 	"capstan.dev/capstan/internal/node/controlplane"
+	"capstan.dev/capstan/internal/providers/local/machinedir"
 )
 
 // Options configure Run.
@@ -29,12 +30,12 @@ type Options struct {
 // agent is one run of a machine.
 type agent struct {
 	dir, root string
-	m         Machine
+	m         machinedir.Machine
 	log       logr.Logger
 	st        *state
 
 	mu     sync.Mutex
-	status Status
+	status machinedir.Status
 
 	cp *controlplane.ControlPlane
 	// endpoint is the cluster's control-plane endpoint (host:port), when
@@ -64,7 +65,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if err != nil {
 		return err
 	}
-	m, err := readMachine(dir)
+	m, err := machinedir.ReadMachine(dir)
 	if err != nil {
 		return err
 	}
@@ -72,20 +73,20 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if err != nil {
 		return err
 	}
-	defer lk.release()
+	defer lk.Release()
 
 	a := &agent{
-		dir: dir, root: filepath.Join(dir, RootFS), m: m,
+		dir: dir, root: filepath.Join(dir, machinedir.RootFS), m: m,
 		log:   opts.Log.WithValues("machine", m.Machine, "cluster", m.Cluster),
 		fatal: make(chan error, 4),
 	}
 	// A stale endpoint from a killed process would send traffic nowhere.
 	a.removeEndpoint()
-	a.setStatus(func(s *Status) { s.Phase, s.Message = PhaseBooting, "" })
+	a.setStatus(func(s *machinedir.Status) { s.Phase, s.Message = machinedir.PhaseBooting, "" })
 
 	defer func() {
 		if err != nil {
-			a.setStatus(func(s *Status) { s.Phase, s.Message = PhaseFailed, err.Error() })
+			a.setStatus(func(s *machinedir.Status) { s.Phase, s.Message = machinedir.PhaseFailed, err.Error() })
 		}
 	}()
 
@@ -116,7 +117,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		}
 		return err
 	}
-	a.setStatus(func(s *Status) { s.Phase, s.Message = PhaseRunning, "" })
+	a.setStatus(func(s *machinedir.Status) { s.Phase, s.Message = machinedir.PhaseRunning, "" })
 	a.log.Info("Machine running", "node", a.st.NodeName, "role", a.st.Role)
 
 	var fatal error
@@ -149,9 +150,9 @@ func (a *agent) cpDone() <-chan error {
 // bootstrap applies the bootstrap data; the Runner's Init and Join start
 // the components.
 func (a *agent) bootstrap(ctx context.Context) error {
-	data, err := os.ReadFile(filepath.Join(a.dir, BootstrapDataFile))
+	data, err := os.ReadFile(filepath.Join(a.dir, machinedir.BootstrapDataFile))
 	if err != nil {
-		return fmt.Errorf("reading the bootstrap data: %w (the local provider writes %s once the bootstrap provider produced it)", err, BootstrapDataFile)
+		return fmt.Errorf("reading the bootstrap data: %w (the local provider writes %s once the bootstrap provider produced it)", err, machinedir.BootstrapDataFile)
 	}
 	cfg, err := cloudinit.Parse(data)
 	if err != nil {
@@ -163,7 +164,7 @@ func (a *agent) bootstrap(ctx context.Context) error {
 	}
 	runner := &Runner{Root: a.root, Init: a.kubeadmInit, Join: a.kubeadmJoin, Log: a.log}
 	rep, applyErr := cloudinit.Apply(ctx, steps, runner)
-	bs := &BootstrapStatus{Complete: rep.Complete}
+	bs := &machinedir.BootstrapStatus{Complete: rep.Complete}
 	for _, e := range rep.Entries {
 		switch e.Outcome {
 		case cloudinit.Skipped:
@@ -181,7 +182,7 @@ func (a *agent) bootstrap(ctx context.Context) error {
 		}
 	}
 	a.log.V(1).Info("Bootstrap report", "report", rep.String())
-	a.setStatus(func(s *Status) { s.Bootstrap = bs })
+	a.setStatus(func(s *machinedir.Status) { s.Bootstrap = bs })
 	if applyErr != nil {
 		return fmt.Errorf("bootstrap: %w", applyErr)
 	}
@@ -196,7 +197,7 @@ func (a *agent) bootstrap(ctx context.Context) error {
 
 // setStatus changes the status and writes it; a failed write is logged
 // only, since the machine itself is fine.
-func (a *agent) setStatus(change func(*Status)) {
+func (a *agent) setStatus(change func(*machinedir.Status)) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	before := a.status
@@ -208,12 +209,12 @@ func (a *agent) setStatus(change func(*Status)) {
 	if a.status.Phase != before.Phase || a.status.Since.IsZero() {
 		a.status.Since = time.Now().UTC().Truncate(time.Second)
 	}
-	if err := writeStatus(a.dir, a.status); err != nil {
+	if err := machinedir.WriteStatus(a.dir, a.status); err != nil {
 		a.log.Error(err, "Writing status.json")
 	}
 }
 
-func (a *agent) endpointPath() string { return filepath.Join(a.dir, APIServerEndpointFile) }
+func (a *agent) endpointPath() string { return filepath.Join(a.dir, machinedir.APIServerEndpointFile) }
 
 func (a *agent) removeEndpoint() {
 	if err := os.Remove(a.endpointPath()); err != nil && !errors.Is(err, os.ErrNotExist) {

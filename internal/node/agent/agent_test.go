@@ -23,28 +23,29 @@ import (
 	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
 
 	"capstan.dev/capstan/internal/certs"
+	"capstan.dev/capstan/internal/providers/local/machinedir"
 )
 
 func machineDir(t *testing.T, bootstrap string) string {
 	t.Helper()
 	dir := t.TempDir()
 	mj := `{"namespace":"default","cluster":"c1","machine":"m1","hostname":"m1","providerID":"local://default/m1","version":"v1.34.2"}`
-	if err := os.WriteFile(filepath.Join(dir, MachineFile), []byte(mj), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, machinedir.MachineFile), []byte(mj), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, BootstrapDataFile), []byte(bootstrap), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, machinedir.BootstrapDataFile), []byte(bootstrap), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return dir
 }
 
-func readStatus(t *testing.T, dir string) Status {
+func readStatus(t *testing.T, dir string) machinedir.Status {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, StatusFile))
+	b, err := os.ReadFile(filepath.Join(dir, machinedir.StatusFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s Status
+	var s machinedir.Status
 	if err := json.Unmarshal(b, &s); err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +59,7 @@ func TestRunWithoutKubeadmRunsUntilStopped(t *testing.T) {
 	go func() { done <- Run(ctx, Options{Dir: dir, Log: logr.Discard()}) }()
 
 	deadline := time.Now().Add(10 * time.Second)
-	for readStatusMaybe(dir).Phase != PhaseRunning {
+	for readStatusMaybe(dir).Phase != machinedir.PhaseRunning {
 		if time.Now().After(deadline) {
 			t.Fatalf("not Running: %+v", readStatusMaybe(dir))
 		}
@@ -71,7 +72,7 @@ func TestRunWithoutKubeadmRunsUntilStopped(t *testing.T) {
 	if len(s.Bootstrap.Skipped) != 1 || !strings.Contains(s.Bootstrap.Skipped[0], "runcmd[0]") || !strings.Contains(s.Bootstrap.Skipped[0], "apt-get") {
 		t.Errorf("skipped = %v", s.Bootstrap.Skipped)
 	}
-	if b, _ := os.ReadFile(filepath.Join(dir, RootFS, "etc/hostname-copy")); string(b) != "m1" {
+	if b, _ := os.ReadFile(filepath.Join(dir, machinedir.RootFS, "etc/hostname-copy")); string(b) != "m1" {
 		t.Errorf("templated file = %q", b)
 	}
 	// The lock is held: a second run is refused.
@@ -93,12 +94,12 @@ func TestRunWithoutKubeadmRunsUntilStopped(t *testing.T) {
 	if err != nil {
 		t.Fatalf("lock not released: %v", err)
 	}
-	lk.release()
+	lk.Release()
 }
 
-func readStatusMaybe(dir string) Status {
-	b, _ := os.ReadFile(filepath.Join(dir, StatusFile))
-	var s Status
+func readStatusMaybe(dir string) machinedir.Status {
+	b, _ := os.ReadFile(filepath.Join(dir, machinedir.StatusFile))
+	var s machinedir.Status
 	_ = json.Unmarshal(b, &s)
 	return s
 }
@@ -110,10 +111,10 @@ func TestRunFailedBootstrapReportsFailed(t *testing.T) {
 		t.Fatalf("Run = %v", err)
 	}
 	s := readStatus(t, dir)
-	if s.Phase != PhaseFailed || !strings.Contains(s.Message, "missing.yaml") || s.Bootstrap == nil || !strings.Contains(s.Bootstrap.Failed, "runcmd[0]") {
+	if s.Phase != machinedir.PhaseFailed || !strings.Contains(s.Message, "missing.yaml") || s.Bootstrap == nil || !strings.Contains(s.Bootstrap.Failed, "runcmd[0]") {
 		t.Errorf("status = %+v", s)
 	}
-	if _, err := os.Stat(filepath.Join(dir, RootFS, "run/never")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(dir, machinedir.RootFS, "run/never")); !os.IsNotExist(err) {
 		t.Errorf("a command after the failure ran: %v", err)
 	}
 }

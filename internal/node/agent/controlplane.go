@@ -16,10 +16,12 @@ import (
 	"k8s.io/client-go/rest"
 	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
 
+	"capstan.dev/capstan/internal/atomicfile"
 	"capstan.dev/capstan/internal/certs"
 	"capstan.dev/capstan/internal/kubeadm"
 	"capstan.dev/capstan/internal/node/controlplane"
 	"capstan.dev/capstan/internal/node/kubelet"
+	"capstan.dev/capstan/internal/providers/local/machinedir"
 )
 
 // Well-known names kubeadm uses.
@@ -107,7 +109,7 @@ func (a *agent) saveConfig(data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
 	}
-	return certs.WriteFileAtomic(p, data, 0o600)
+	return atomicfile.WriteFile(p, data, 0o600)
 }
 
 func (a *agent) loadConfig() (kubeadm.Documents, error) {
@@ -197,7 +199,7 @@ func (a *agent) startControlPlane(ctx context.Context, cc *kubeadmapi.ClusterCon
 		return fmt.Errorf("starting the control plane: %w", err)
 	}
 	a.cp = cp
-	a.setStatus(func(s *Status) {
+	a.setStatus(func(s *machinedir.Status) {
 		s.APIServerPort = a.st.Ports.APIServer
 		s.EtcdClientURL = cp.EtcdClientURL()
 	})
@@ -209,8 +211,8 @@ func (a *agent) startControlPlane(ctx context.Context, cc *kubeadmapi.ClusterCon
 }
 
 func (a *agent) publishEndpoint() error {
-	if err := certs.WriteFileAtomic(a.endpointPath(), []byte(a.apiServerAddress()), 0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", APIServerEndpointFile, err)
+	if err := atomicfile.WriteFile(a.endpointPath(), []byte(a.apiServerAddress()), 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", machinedir.APIServerEndpointFile, err)
 	}
 	return nil
 }

@@ -21,5 +21,7 @@
 //
 // The agent reports to the manager through DIR/status.json (phase changes,
 // written atomically) and DIR/apiserver-endpoint (present while this
-// machine's API server is ready and not leaving the load balancer).
+// machine's API server is ready and not leaving the load balancer). The
+// directory's files, their types and the lock are package machinedir's,
+// which the manager uses too.
 package agent

@@ -8,121 +8,36 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
-	"time"
 
-	"capstan.dev/capstan/internal/certs"
+	"capstan.dev/capstan/internal/atomicfile"
+	"capstan.dev/capstan/internal/lockfile"
+	"capstan.dev/capstan/internal/providers/local/machinedir"
 )
 
-// File names in a machine directory (docs/local-provider.md).
+// Paths inside the machine (under machinedir.RootFS); the machine directory
+// itself is package machinedir's.
 const (
-	MachineFile           = "machine.json"
-	BootstrapDataFile     = "bootstrap-data"
-	LockFile              = "node.lock"
-	StatusFile            = "status.json"
-	APIServerEndpointFile = "apiserver-endpoint"
-	RootFS                = "rootfs"
-
-	// stateFile, inside the machine, records what the node became.
+	// stateFile records what the node became.
 	stateFile = "/var/lib/capstan/node.json"
-	// configCopy, inside the machine, keeps the kubeadm configuration the
-	// node was set up with, so a restart does not depend on /run.
+	// configCopy keeps the kubeadm configuration the node was set up with,
+	// so a restart does not depend on /run.
 	configCopy = "/var/lib/capstan/kubeadm.yaml"
 )
-
-// Machine is machine.json, written by the manager before the first start.
-type Machine struct {
-	Namespace     string `json:"namespace"`
-	Cluster       string `json:"cluster"`
-	Machine       string `json:"machine"`
-	Hostname      string `json:"hostname"`
-	ProviderID    string `json:"providerID"`
-	Version       string `json:"version"`
-	ControlPlane  bool   `json:"controlPlane"`
-	FailureDomain string `json:"failureDomain,omitempty"`
-}
-
-func readMachine(dir string) (Machine, error) {
-	path := filepath.Join(dir, MachineFile)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return Machine{}, fmt.Errorf("reading the machine description: %w (the local provider writes %s before starting the machine)", err, MachineFile)
-	}
-	var m Machine
-	if err := json.Unmarshal(b, &m); err != nil {
-		return Machine{}, fmt.Errorf("%s: %w", path, err)
-	}
-	if m.Hostname == "" {
-		return Machine{}, fmt.Errorf("%s: hostname is required", path)
-	}
-	if m.ProviderID == "" {
-		return Machine{}, fmt.Errorf("%s: providerID is required", path)
-	}
-	return m, nil
-}
-
-// Phases of status.json.
-const (
-	PhaseBooting = "Booting"
-	PhaseRunning = "Running"
-	PhaseFailed  = "Failed"
-)
-
-// Status is status.json, the node's report to the manager.
-type Status struct {
-	PID           int              `json:"pid"`
-	Phase         string           `json:"phase"`
-	Message       string           `json:"message,omitempty"`
-	Since         time.Time        `json:"since"`
-	NodeName      string           `json:"nodeName,omitempty"`
-	APIServerPort int              `json:"apiServerPort,omitempty"`
-	EtcdClientURL string           `json:"etcdClientURL,omitempty"`
-	Bootstrap     *BootstrapStatus `json:"bootstrap,omitempty"`
-}
-
-// BootstrapStatus is how far the bootstrap data was applied.
-type BootstrapStatus struct {
-	Complete bool     `json:"complete"`
-	Skipped  []string `json:"skipped,omitempty"`
-	Failed   string   `json:"failed,omitempty"`
-}
-
-func writeStatus(dir string, s Status) error {
-	b, err := json.MarshalIndent(s, "", "  ")
-	if err != nil {
-		return err
-	}
-	return certs.WriteFileAtomic(filepath.Join(dir, StatusFile), append(b, '\n'), 0o644)
-}
-
-// lock is the machine's flock, held for the life of the process.
-type lock struct{ f *os.File }
 
 // ErrLocked is returned when another process runs the machine.
 var ErrLocked = errors.New("machine is already running")
 
-func takeLock(dir string) (*lock, error) {
-	path := filepath.Join(dir, LockFile)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+// takeLock takes the machine's lock for the life of the process, saying in
+// the error which process to stop when another one runs the machine.
+func takeLock(dir string) (*lockfile.Lock, error) {
+	lk, err := machinedir.LockMachine(dir)
+	if errors.Is(err, lockfile.ErrHeld) {
+		return nil, fmt.Errorf("%w: %s is held by another `capstan node run` for %s; stop that process first", ErrLocked, filepath.Join(dir, machinedir.LockFile), dir)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("opening the machine lock: %w", err)
+		return nil, fmt.Errorf("taking the machine lock: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		_ = f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%w: %s is held by another `capstan node run` for %s; stop that process first", ErrLocked, path, dir)
-		}
-		return nil, fmt.Errorf("locking %s: %w", path, err)
-	}
-	// The pid is informative only: the lock itself is the truth.
-	_ = f.Truncate(0)
-	_, _ = fmt.Fprintf(f, "%d\n", os.Getpid())
-	return &lock{f: f}, nil
-}
-
-func (l *lock) release() {
-	_ = syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
-	_ = l.f.Close()
+	return lk, nil
 }
 
 // Roles a machine takes on.
@@ -175,7 +90,7 @@ func (s *state) save(root string) error {
 	if err != nil {
 		return err
 	}
-	return certs.WriteFileAtomic(filepath.Join(root, stateFile), append(b, '\n'), 0o644)
+	return atomicfile.WriteFile(filepath.Join(root, stateFile), append(b, '\n'), 0o644)
 }
 
 // freePorts picks n distinct free loopback ports, holding each listener

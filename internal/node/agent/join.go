@@ -20,6 +20,7 @@ import (
 	"k8s.io/cluster-bootstrap/token/jws"
 	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
 
+	"capstan.dev/capstan/internal/atomicfile"
 	"capstan.dev/capstan/internal/certs"
 	"capstan.dev/capstan/internal/kubeadm"
 	"capstan.dev/capstan/internal/node/controlplane"
@@ -62,7 +63,7 @@ func (a *agent) kubeadmJoin(ctx context.Context, path string) error {
 		return err
 	}
 	a.st.Role = RoleWorker
-	if err := certs.WriteFileAtomic(filepath.Join(a.root, "etc", "kubernetes", "pki", "ca.crt"), caPEM, 0o644); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(a.root, "etc", "kubernetes", "pki", "ca.crt"), caPEM, 0o644); err != nil {
 		return err
 	}
 	if err := a.st.save(a.root); err != nil {

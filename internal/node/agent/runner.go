@@ -10,7 +10,7 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"capstan.dev/capstan/internal/certs"
+	"capstan.dev/capstan/internal/atomicfile"
 	"capstan.dev/capstan/internal/node/cloudinit"
 )
 
@@ -265,7 +265,7 @@ func writeOut(path, content string, appendTo bool) error {
 		return err
 	}
 	if !appendTo {
-		return certs.WriteFileAtomic(path, []byte(content), 0o644)
+		return atomicfile.WriteFile(path, []byte(content), 0o644)
 	}
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"capstan.dev/capstan/internal/atomicfile"
 	"capstan.dev/capstan/internal/certs"
 	"capstan.dev/capstan/internal/embedded"
 )
@@ -387,7 +388,7 @@ func (c *Config) writeKubeconfigs(ca *certs.KeyPair, now time.Time) error {
 		if err != nil {
 			return err
 		}
-		if err := certs.WriteFileAtomic(path, body, 0o600); err != nil {
+		if err := atomicfile.WriteFile(path, body, 0o600); err != nil {
 			return fmt.Errorf("writing %s: %w", path, err)
 		}
 	}

@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	"capstan.dev/capstan/internal/atomicfile"
 	"capstan.dev/capstan/internal/certs"
 	"capstan.dev/capstan/internal/embedded"
 )
@@ -100,10 +101,10 @@ func writeClusterPKI(dir string) error {
 	if err != nil {
 		return err
 	}
-	if err := certs.WriteFileAtomic(filepath.Join(dir, "sa.key"), key, 0o600); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, "sa.key"), key, 0o600); err != nil {
 		return err
 	}
-	return certs.WriteFileAtomic(filepath.Join(dir, "sa.pub"), pub, 0o644)
+	return atomicfile.WriteFile(filepath.Join(dir, "sa.pub"), pub, 0o644)
 }
 
 func freePorts(n int) ([]int, error) {

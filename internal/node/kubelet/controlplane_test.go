@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"capstan.dev/capstan/internal/atomicfile"
 	"capstan.dev/capstan/internal/certs"
 	"capstan.dev/capstan/internal/node/controlplane"
 	"capstan.dev/capstan/internal/node/kubelet"
@@ -69,10 +70,10 @@ func workloadPlane(t *testing.T) kubernetes.Interface {
 		}
 		key, pub, err := certs.NewServiceAccountKey(certs.DefaultKeyAlgorithm)
 		if err == nil {
-			err = certs.WriteFileAtomic(filepath.Join(pki, "sa.key"), key, 0o600)
+			err = atomicfile.WriteFile(filepath.Join(pki, "sa.key"), key, 0o600)
 		}
 		if err == nil {
-			err = certs.WriteFileAtomic(filepath.Join(pki, "sa.pub"), pub, 0o644)
+			err = atomicfile.WriteFile(filepath.Join(pki, "sa.pub"), pub, 0o644)
 		}
 		if err != nil {
 			workloadErr = err

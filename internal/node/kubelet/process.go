@@ -21,6 +21,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 
+	"capstan.dev/capstan/internal/atomicfile"
 	"capstan.dev/capstan/internal/deploy"
 )
 
@@ -425,7 +426,7 @@ func (k *kubelet) renewTokens(ctx context.Context, pod *corev1.Pod, dir string) 
 }
 
 func (k *kubelet) writeCredentials(dir, token string) error {
-	if err := writeFileAtomic(filepath.Join(dir, "token"), []byte(token)); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, "token"), []byte(token), 0o600); err != nil {
 		return err
 	}
 	kubeconfig := filepath.Join(dir, "kubeconfig")
@@ -448,15 +449,7 @@ func (k *kubelet) writeCredentials(dir, token string) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(kubeconfig, body)
-}
-
-func writeFileAtomic(path string, body []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, body, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return atomicfile.WriteFile(kubeconfig, body, 0o600)
 }
 
 // processPodStatus is the status of a pod run as processes: desired's

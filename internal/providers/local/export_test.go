@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"capstan.dev/capstan/internal/providers/local/lockfile"
+	"capstan.dev/capstan/internal/lockfile"
 )
 
 // StubbornEnv makes the test binary, run as a child, play a machine that
@@ -26,7 +26,7 @@ func Stubborn(lock string) {
 		os.Exit(1)
 	}
 	_ = os.WriteFile(filepath.Join(filepath.Dir(lock), "child.pid"), []byte(fmt.Sprint(child.Process.Pid)), 0o644)
-	if _, err := lockfile.Acquire(lock); err != nil {
+	if _, err := lockfile.Acquire(lock, 0o644); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

@@ -29,8 +29,9 @@ import (
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	localv1 "capstan.dev/capstan/api/infrastructure/local/v1beta2"
+	"capstan.dev/capstan/internal/lockfile"
 	"capstan.dev/capstan/internal/providers/local"
-	"capstan.dev/capstan/internal/providers/local/lockfile"
+	"capstan.dev/capstan/internal/providers/local/machinedir"
 	"capstan.dev/capstan/internal/scheme"
 	"capstan.dev/capstan/internal/testenv"
 )
@@ -369,12 +370,12 @@ func TestLocalMachineLifecycle(t *testing.T) {
 	if msg := condition(lm.Status.Conditions, localv1.BootstrapSucceededCondition, metav1.ConditionTrue); msg != "" {
 		t.Error(msg)
 	}
-	var mc local.MachineConfig
+	var mc machinedir.Machine
 	raw, err := os.ReadFile(filepath.Join(dir, "machine.json"))
 	if err == nil {
 		err = json.Unmarshal(raw, &mc)
 	}
-	want := local.MachineConfig{Namespace: ns, Cluster: "c2", Machine: "c2-cp-0", Hostname: "c2-cp-0", ProviderID: "local://" + ns + "/c2-cp-0", Version: "v1.34.2", ControlPlane: true, FailureDomain: "fd1"}
+	want := machinedir.Machine{Namespace: ns, Cluster: "c2", Machine: "c2-cp-0", Hostname: "c2-cp-0", ProviderID: "local://" + ns + "/c2-cp-0", Version: "v1.34.2", ControlPlane: true, FailureDomain: "fd1"}
 	if err != nil || mc != want {
 		t.Errorf("machine.json = %+v (%v), want %+v", mc, err, want)
 	}

@@ -24,10 +24,10 @@ import (
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	localv1 "capstan.dev/capstan/api/infrastructure/local/v1beta2"
 	"capstan.dev/capstan/internal/conditions"
+	"capstan.dev/capstan/internal/lockfile"
 	"capstan.dev/capstan/internal/patch"
 	"capstan.dev/capstan/internal/pause"
-	"capstan.dev/capstan/internal/providers/local/lb"
-	"capstan.dev/capstan/internal/providers/local/lockfile"
+	"capstan.dev/capstan/internal/providers/local/machinedir"
 )
 
 // How often to look again at a process that is starting or stopping; its
@@ -130,13 +130,13 @@ func (r *clusterReconciler) reconcileLoadBalancer(ctx context.Context, lc *local
 			return ctrl.Result{}, err
 		}
 	}
-	cfg := lb.Config{Port: lc.Spec.ControlPlaneEndpoint.Port, MachinesDir: machinesDir}
-	if current, err := lb.ReadConfig(dir); err != nil || current != cfg {
-		if err := lb.WriteConfig(dir, cfg); err != nil {
-			return ctrl.Result{}, fmt.Errorf("writing %s: %w", filepath.Join(dir, lb.ConfigFile), err)
+	cfg := machinedir.LBConfig{Port: lc.Spec.ControlPlaneEndpoint.Port, MachinesDir: machinesDir}
+	if current, err := machinedir.ReadLBConfig(dir); err != nil || current != cfg {
+		if err := machinedir.WriteLBConfig(dir, cfg); err != nil {
+			return ctrl.Result{}, fmt.Errorf("writing %s: %w", filepath.Join(dir, machinedir.LBConfigFile), err)
 		}
 	}
-	lockPath := filepath.Join(dir, lb.LockFile)
+	lockPath := filepath.Join(dir, machinedir.LBLockFile)
 	held, err := lockfile.Held(lockPath)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -154,14 +154,14 @@ func (r *clusterReconciler) reconcileLoadBalancer(ctx context.Context, lc *local
 			// It died at once (a port taken since it was chosen, a bad
 			// binary): try again later, not in a tight loop.
 			setLB(lc, metav1.ConditionFalse, localv1.ProcessExitedReason,
-				fmt.Sprintf("the load balancer exited right after it started; see %s", filepath.Join(dir, lb.LogFile)))
+				fmt.Sprintf("the load balancer exited right after it started; see %s", filepath.Join(dir, machinedir.LBLogFile)))
 			lc.Status.LoadBalancer.PID = 0
 			return ctrl.Result{RequeueAfter: startTimeout - time.Since(last.at)}, nil
 		}
 		// Not running: started for the first time, or restarted after it
 		// died. Unlike a machine, a load balancer holds no state; bringing
 		// it back is what a cloud load balancer would do.
-		pid, err := startDetached(r.binary, []string{"node", "lb", "--dir", dir}, dir, filepath.Join(dir, lb.LogFile))
+		pid, err := startDetached(r.binary, []string{"node", "lb", "--dir", dir}, dir, filepath.Join(dir, machinedir.LBLogFile))
 		if err != nil {
 			setLB(lc, metav1.ConditionFalse, localv1.StartFailedReason, err.Error())
 			return ctrl.Result{}, err
@@ -241,8 +241,8 @@ func (r *clusterReconciler) reconcileDelete(ctx context.Context, lc *localv1.Loc
 // its machines (the core deletes Machines before the infrastructure
 // cluster, so normally there are none).
 func (r *clusterReconciler) stopAll(log logr.Logger, dir string) (bool, error) {
-	locks, _ := filepath.Glob(filepath.Join(dir, "machines", "*", nodeLockFile))
-	locks = append(locks, filepath.Join(dir, "lb", lb.LockFile))
+	locks, _ := filepath.Glob(filepath.Join(dir, "machines", "*", machinedir.LockFile))
+	locks = append(locks, filepath.Join(dir, "lb", machinedir.LBLockFile))
 	all := true
 	for _, l := range locks {
 		done, err := r.stopper.stop(log, l, 0)
@@ -252,7 +252,7 @@ func (r *clusterReconciler) stopAll(log logr.Logger, dir string) (bool, error) {
 		all = all && done
 	}
 	for _, l := range locks {
-		if filepath.Base(l) == nodeLockFile {
+		if filepath.Base(l) == machinedir.LockFile {
 			r.notify.forgetMachine(filepath.Dir(l))
 		}
 	}

@@ -2,7 +2,6 @@ package local
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -23,9 +22,10 @@ import (
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	localv1 "capstan.dev/capstan/api/infrastructure/local/v1beta2"
 	"capstan.dev/capstan/internal/conditions"
+	"capstan.dev/capstan/internal/lockfile"
 	"capstan.dev/capstan/internal/patch"
 	"capstan.dev/capstan/internal/pause"
-	"capstan.dev/capstan/internal/providers/local/lockfile"
+	"capstan.dev/capstan/internal/providers/local/machinedir"
 )
 
 type machineReconciler struct {
@@ -121,8 +121,8 @@ func (r *machineReconciler) reconcileNormal(ctx context.Context, lm *localv1.Loc
 	}
 	key := client.ObjectKeyFromObject(lm)
 	dir := r.layout.machine(lm.Namespace, cluster.Name, lm.Name)
-	lockPath := filepath.Join(dir, nodeLockFile)
-	startedBefore := ptr.Deref(lm.Status.Initialization.Provisioned, false) || exists(filepath.Join(dir, nodeLogFile))
+	lockPath := filepath.Join(dir, machinedir.LockFile)
+	startedBefore := ptr.Deref(lm.Status.Initialization.Provisioned, false) || exists(filepath.Join(dir, machinedir.LogFile))
 
 	if !startedBefore {
 		if ok, err := r.readyToStart(ctx, lm, machine, cluster); !ok || err != nil {
@@ -157,12 +157,12 @@ func (r *machineReconciler) reconcileNormal(ctx context.Context, lm *localv1.Loc
 			return ctrl.Result{}, err
 		}
 		_, controlPlane := machine.Labels[clusterv1.MachineControlPlaneLabel]
-		cfg := MachineConfig{
+		cfg := machinedir.Machine{
 			Namespace: lm.Namespace, Cluster: cluster.Name, Machine: machine.Name,
 			Hostname: machine.Name, ProviderID: lm.Spec.ProviderID, Version: machine.Spec.Version,
 			ControlPlane: controlPlane, FailureDomain: failureDomain,
 		}
-		if err := writeMachineDir(dir, cfg, data); err != nil {
+		if err := machinedir.WriteMachine(dir, cfg, data); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -176,7 +176,7 @@ func (r *machineReconciler) reconcileNormal(ctx context.Context, lm *localv1.Loc
 	}
 	var requeue time.Duration
 	if !held && !startedBefore {
-		pid, err := startDetached(r.binary, []string{"node", "run", "--dir", dir}, dir, filepath.Join(dir, nodeLogFile))
+		pid, err := startDetached(r.binary, []string{"node", "run", "--dir", dir}, dir, filepath.Join(dir, machinedir.LogFile))
 		if err != nil {
 			setProcess(lm, metav1.ConditionFalse, localv1.StartFailedReason, err.Error())
 			return ctrl.Result{}, err
@@ -196,7 +196,7 @@ func (r *machineReconciler) reconcileNormal(ctx context.Context, lm *localv1.Loc
 		{Type: "InternalDNS", Address: machine.Name},
 	}
 
-	node, err := readNodeStatus(dir)
+	node, err := machinedir.ReadStatus(dir)
 	if err != nil {
 		// Written atomically, so a bad file is the node's bug; report it
 		// and carry on with what the lock says.
@@ -234,17 +234,20 @@ func (r *machineReconciler) reconcileNormal(ctx context.Context, lm *localv1.Loc
 		}
 		p.PID = 0
 		p.Phase = localv1.LocalMachinePhaseExited
-		p.Message = fmt.Sprintf("the machine's process exited%s; see %s. A local machine is not restarted: delete its Machine (a MachineHealthCheck does) to replace it", last, filepath.Join(dir, nodeLogFile))
+		p.Message = fmt.Sprintf("the machine's process exited%s; see %s. A local machine is not restarted: delete its Machine (a MachineHealthCheck does) to replace it", last, filepath.Join(dir, machinedir.LogFile))
 		setProcess(lm, metav1.ConditionFalse, localv1.ProcessExitedReason, p.Message)
 	}
 	if node != nil {
-		if t, err := time.Parse(time.RFC3339, node.Since); err == nil {
-			p.Since = metav1.NewTime(t)
+		if !node.Since.IsZero() {
+			p.Since = metav1.NewTime(node.Since)
 		}
 		p.NodeName = node.NodeName
-		p.BootstrapComplete = node.Bootstrap.Complete
-		p.BootstrapSkipped = node.Bootstrap.Skipped
-		p.BootstrapFailed = node.Bootstrap.Failed
+		// A machine that has not reached its bootstrap data reports none.
+		bs := node.Bootstrap
+		if bs == nil {
+			bs = &machinedir.BootstrapStatus{}
+		}
+		p.BootstrapComplete, p.BootstrapSkipped, p.BootstrapFailed = bs.Complete, bs.Skipped, bs.Failed
 	}
 	setBootstrap(lm, node)
 	setMachineReady(lm)
@@ -299,23 +302,6 @@ var errSecretMissing = errors.New("bootstrap data Secret missing")
 
 const secretRecheck = 2 * time.Second
 
-func writeMachineDir(dir string, cfg MachineConfig, bootstrap []byte) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	raw, err := json.MarshalIndent(cfg, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := writeIfChanged(filepath.Join(dir, machineFile), append(raw, '\n'), 0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", machineFile, err)
-	}
-	if err := writeIfChanged(filepath.Join(dir, bootstrapFile), bootstrap, 0o600); err != nil {
-		return fmt.Errorf("writing %s: %w", bootstrapFile, err)
-	}
-	return nil
-}
-
 // running tells whether the machine's process holds its lock. While a
 // process this manager started may still be taking its lock, the test must
 // not touch the lock (a shared test lock at that instant would make the
@@ -323,7 +309,7 @@ func writeMachineDir(dir string, cfg MachineConfig, bootstrap []byte) error {
 // test is used only once the process has written its status, which it does
 // after locking.
 func (r *machineReconciler) running(key types.NamespacedName, dir string) (bool, error) {
-	lockPath := filepath.Join(dir, nodeLockFile)
+	lockPath := filepath.Join(dir, machinedir.LockFile)
 	r.mu.Lock()
 	s, started := r.starts[key]
 	r.mu.Unlock()
@@ -331,7 +317,7 @@ func (r *machineReconciler) running(key types.NamespacedName, dir string) (bool,
 		if pid, err := lockfile.Holder(lockPath); err != nil || pid > 0 {
 			return pid > 0, err
 		}
-		if node, _ := readNodeStatus(dir); node == nil || node.PID != s.pid {
+		if node, _ := machinedir.ReadStatus(dir); node == nil || node.PID != s.pid {
 			return false, nil
 		}
 	}
@@ -357,10 +343,10 @@ func (r *machineReconciler) reconcileDelete(ctx context.Context, lm *localv1.Loc
 	}
 	if dir != "" {
 		lastPID := 0
-		if node, _ := readNodeStatus(dir); node != nil {
+		if node, _ := machinedir.ReadStatus(dir); node != nil {
 			lastPID = node.PID
 		}
-		done, err := r.stopper.stop(ctrl.LoggerFrom(ctx), filepath.Join(dir, nodeLockFile), lastPID)
+		done, err := r.stopper.stop(ctrl.LoggerFrom(ctx), filepath.Join(dir, machinedir.LockFile), lastPID)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -398,10 +384,10 @@ func setProcess(lm *localv1.LocalMachine, status metav1.ConditionStatus, reason,
 	conditions.Set(lm, metav1.Condition{Type: localv1.ProcessRunningCondition, Status: status, Reason: reason, Message: msg})
 }
 
-func setBootstrap(lm *localv1.LocalMachine, node *NodeStatus) {
+func setBootstrap(lm *localv1.LocalMachine, node *machinedir.Status) {
 	c := metav1.Condition{Type: localv1.BootstrapSucceededCondition, Status: metav1.ConditionFalse, Reason: localv1.BootstrappingReason, Message: "the machine has not finished its bootstrap data"}
 	switch {
-	case node == nil:
+	case node == nil || node.Bootstrap == nil:
 	case node.Bootstrap.Failed != "":
 		c.Reason, c.Message = localv1.BootstrapFailedReason, node.Bootstrap.Failed
 	case node.Bootstrap.Complete:

@@ -13,7 +13,7 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"capstan.dev/capstan/internal/providers/local/lockfile"
+	"capstan.dev/capstan/internal/lockfile"
 )
 
 // startDetached starts binary with args as a process of its own session

@@ -10,14 +10,15 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"capstan.dev/capstan/internal/providers/local/lockfile"
+	"capstan.dev/capstan/internal/lockfile"
+	"capstan.dev/capstan/internal/providers/local/machinedir"
 )
 
 func TestStopperEscalatesToTheProcessGroup(t *testing.T) {
 	dir := t.TempDir()
-	lock := filepath.Join(dir, nodeLockFile)
+	lock := filepath.Join(dir, machinedir.LockFile)
 	t.Setenv(StubbornEnv, lock)
-	pid, err := startDetached(os.Args[0], nil, dir, filepath.Join(dir, nodeLogFile))
+	pid, err := startDetached(os.Args[0], nil, dir, filepath.Join(dir, machinedir.LogFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +26,7 @@ func TestStopperEscalatesToTheProcessGroup(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for held, _ := lockfile.Held(lock); !held; held, _ = lockfile.Held(lock) {
 		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(dir, nodeLogFile))
+			log, _ := os.ReadFile(filepath.Join(dir, machinedir.LogFile))
 			t.Fatalf("the stubborn process never took its lock; its log:\n%s", log)
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -83,9 +84,9 @@ func childAlive(pid int) bool {
 
 func TestStopKillsWhatACrashedMachineLeft(t *testing.T) {
 	dir := t.TempDir()
-	lock := filepath.Join(dir, nodeLockFile)
+	lock := filepath.Join(dir, machinedir.LockFile)
 	t.Setenv(StubbornEnv, lock)
-	pid, err := startDetached(os.Args[0], nil, dir, filepath.Join(dir, nodeLogFile))
+	pid, err := startDetached(os.Args[0], nil, dir, filepath.Join(dir, machinedir.LogFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	localv1 "capstan.dev/capstan/api/infrastructure/local/v1beta2"
-	"capstan.dev/capstan/internal/providers/local/lockfile"
+	"capstan.dev/capstan/internal/lockfile"
+	"capstan.dev/capstan/internal/providers/local/machinedir"
 )
 
 // notifier turns what happens on disk into reconcile requests: a change of
@@ -66,7 +67,7 @@ func (n *notifier) Start(ctx context.Context) error {
 			if !ok {
 				return nil
 			}
-			if filepath.Base(ev.Name) != statusFile {
+			if filepath.Base(ev.Name) != machinedir.StatusFile {
 				continue
 			}
 			n.mu.Lock()

@@ -3,7 +3,6 @@ package lb
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,68 +18,18 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"capstan.dev/capstan/internal/providers/local/lockfile"
+	"capstan.dev/capstan/internal/providers/local/machinedir"
 )
-
-// File names in a load balancer's directory.
-const (
-	ConfigFile = "lb.json"
-	LockFile   = "lb.lock"
-	LogFile    = "lb.log"
-	// EndpointFile is the name of the file in each machine directory that
-	// holds host:port of the machine's ready API server.
-	EndpointFile = "apiserver-endpoint"
-)
-
-// Config is lb.json, written by the manager.
-type Config struct {
-	// Port is the loopback port to listen on.
-	Port int32 `json:"port"`
-	// MachinesDir holds one directory per machine of the cluster.
-	MachinesDir string `json:"machinesDir"`
-}
-
-// ReadConfig reads dir/lb.json.
-func ReadConfig(dir string) (Config, error) {
-	var c Config
-	raw, err := os.ReadFile(filepath.Join(dir, ConfigFile))
-	if err != nil {
-		return c, err
-	}
-	if err := json.Unmarshal(raw, &c); err != nil {
-		return c, fmt.Errorf("%s: %w", filepath.Join(dir, ConfigFile), err)
-	}
-	if c.Port < 1 || c.Port > 65535 {
-		return c, fmt.Errorf("%s: port %d is not a TCP port: the manager writes it from the LocalCluster's spec.controlPlaneEndpoint.port", filepath.Join(dir, ConfigFile), c.Port)
-	}
-	if c.MachinesDir == "" {
-		return c, fmt.Errorf("%s: machinesDir is empty", filepath.Join(dir, ConfigFile))
-	}
-	return c, nil
-}
-
-// WriteConfig writes dir/lb.json atomically.
-func WriteConfig(dir string, c Config) error {
-	raw, err := json.Marshal(c)
-	if err != nil {
-		return err
-	}
-	tmp := filepath.Join(dir, "."+ConfigFile+".tmp")
-	if err := os.WriteFile(tmp, raw, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(dir, ConfigFile))
-}
 
 // Run serves the load balancer described by dir until ctx ends: it takes
 // dir/lb.lock (failing if another load balancer holds it), listens on
 // 127.0.0.1:<port> and proxies.
 func Run(ctx context.Context, dir string, log logr.Logger) error {
-	cfg, err := ReadConfig(dir)
+	cfg, err := machinedir.ReadLBConfig(dir)
 	if err != nil {
 		return err
 	}
-	lock, err := lockfile.Acquire(filepath.Join(dir, LockFile))
+	lock, err := machinedir.LockLB(dir)
 	if err != nil {
 		return err
 	}
@@ -287,7 +236,7 @@ func (b *Balancer) scanLoop(ctx context.Context) {
 }
 
 func (b *Balancer) scan(ctx context.Context) {
-	files, _ := filepath.Glob(filepath.Join(b.machinesDir, "*", EndpointFile))
+	files, _ := filepath.Glob(filepath.Join(b.machinesDir, "*", machinedir.APIServerEndpointFile))
 	found := map[string]bool{}
 	for _, f := range files {
 		raw, err := os.ReadFile(f)

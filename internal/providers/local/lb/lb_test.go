@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+
+	"capstan.dev/capstan/internal/providers/local/machinedir"
 )
 
 // fakeAPIServer is an HTTPS server that answers /readyz (200 while ready)
@@ -60,14 +62,14 @@ func (m machines) publish(t *testing.T, machine, addr string) {
 	if err := os.WriteFile(tmp, []byte(addr+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Rename(tmp, filepath.Join(dir, EndpointFile)); err != nil {
+	if err := os.Rename(tmp, filepath.Join(dir, machinedir.APIServerEndpointFile)); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func (m machines) withdraw(t *testing.T, machine string) {
 	t.Helper()
-	if err := os.Remove(filepath.Join(string(m), machine, EndpointFile)); err != nil {
+	if err := os.Remove(filepath.Join(string(m), machine, machinedir.APIServerEndpointFile)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -83,7 +85,7 @@ func startLB(t *testing.T) (machines, string) {
 		t.Fatal(err)
 	}
 	port := freePort(t)
-	if err := WriteConfig(lbDir, Config{Port: int32(port), MachinesDir: string(m)}); err != nil {
+	if err := machinedir.WriteLBConfig(lbDir, machinedir.LBConfig{Port: int32(port), MachinesDir: string(m)}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -281,14 +283,14 @@ func TestBackendFilesAppearAndDisappear(t *testing.T) {
 
 func TestRunRefusesSecondInstance(t *testing.T) {
 	root := t.TempDir()
-	if err := WriteConfig(root, Config{Port: int32(freePort(t)), MachinesDir: filepath.Join(root, "machines")}); err != nil {
+	if err := machinedir.WriteLBConfig(root, machinedir.LBConfig{Port: int32(freePort(t)), MachinesDir: filepath.Join(root, "machines")}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- Run(ctx, root, logr.Discard()) }()
 	waitFor(t, "first instance holds the lock", func() bool {
-		_, err := os.Stat(filepath.Join(root, LockFile))
+		_, err := os.Stat(filepath.Join(root, machinedir.LBLockFile))
 		return err == nil
 	})
 	time.Sleep(100 * time.Millisecond)
@@ -298,18 +300,5 @@ func TestRunRefusesSecondInstance(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
-	}
-}
-
-func TestReadConfigErrors(t *testing.T) {
-	dir := t.TempDir()
-	if _, err := ReadConfig(dir); err == nil {
-		t.Fatal("missing lb.json accepted")
-	}
-	if err := os.WriteFile(filepath.Join(dir, ConfigFile), []byte(`{"port": 0, "machinesDir": "/x"}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ReadConfig(dir); err == nil || !strings.Contains(err.Error(), "port") {
-		t.Fatalf("port 0: %v", err)
 	}
 }

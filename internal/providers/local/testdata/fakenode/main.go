@@ -1,13 +1,13 @@
 // Command fakenode stands in for the capstan binary in the local provider's
 // tests: `node lb --dir D` runs the real load balancer; `node run --dir D`
-// is a machine that boots instantly: it takes D/node.lock, writes a
-// Running status.json and sleeps until SIGTERM. The provider must not tell
-// the difference.
+// is a machine that boots instantly: it reads D/machine.json, takes
+// D/node.lock and writes a Running status.json as the real agent does (the
+// same package machinedir code), then sleeps until SIGTERM. The provider
+// must not tell the difference.
 package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/signal"
@@ -18,7 +18,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"capstan.dev/capstan/internal/providers/local/lb"
-	"capstan.dev/capstan/internal/providers/local/lockfile"
+	"capstan.dev/capstan/internal/providers/local/machinedir"
 )
 
 func main() {
@@ -45,35 +45,24 @@ func main() {
 
 func run(ctx context.Context, dir string) error {
 	fmt.Printf("fakenode start pid %d\n", os.Getpid())
-	var cfg struct {
-		Hostname string `json:"hostname"`
-	}
-	raw, err := os.ReadFile(filepath.Join(dir, "machine.json"))
+	m, err := machinedir.ReadMachine(dir)
 	if err != nil {
 		return err
 	}
-	if err := json.Unmarshal(raw, &cfg); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, machinedir.BootstrapDataFile)); err != nil {
 		return err
 	}
-	if _, err := os.Stat(filepath.Join(dir, "bootstrap-data")); err != nil {
-		return err
-	}
-	lock, err := lockfile.Acquire(filepath.Join(dir, "node.lock"))
+	lock, err := machinedir.LockMachine(dir)
 	if err != nil {
 		return err
 	}
 	defer lock.Release()
-	status := map[string]any{
-		"pid": os.Getpid(), "phase": "Running", "message": "fake machine up",
-		"since": time.Now().UTC().Format(time.RFC3339), "nodeName": cfg.Hostname,
-		"bootstrap": map[string]any{"complete": true, "skipped": []string{"runcmd[0]: apt-get update: not supported on a local machine"}},
+	status := machinedir.Status{
+		PID: os.Getpid(), Phase: machinedir.PhaseRunning, Message: "fake machine up",
+		Since: time.Now().UTC().Truncate(time.Second), NodeName: m.Hostname,
+		Bootstrap: &machinedir.BootstrapStatus{Complete: true, Skipped: []string{"runcmd[0]: apt-get update: not supported on a local machine"}},
 	}
-	body, _ := json.Marshal(status)
-	tmp := filepath.Join(dir, ".status.json.tmp")
-	if err := os.WriteFile(tmp, body, 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, "status.json")); err != nil {
+	if err := machinedir.WriteStatus(dir, status); err != nil {
 		return err
 	}
 	<-ctx.Done()

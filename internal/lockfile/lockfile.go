@@ -1,9 +1,13 @@
-// Package lockfile is how the local provider tells whether a machine or load
-// balancer process runs: the process holds an exclusive flock on its lock
-// file for its whole life, and the kernel drops the lock when the process
-// dies, however it dies. Observers test the lock with a non-blocking shared
-// flock that they release at once, find the holder's pid in /proc/locks, and
-// learn of the holder's death by blocking on a shared flock.
+// Package lockfile is Capstan's one way of telling whether a long-lived
+// process runs: the process holds an exclusive flock on its lock file for its
+// whole life, and the kernel drops the lock when the process dies, however it
+// dies. Observers test the lock with a non-blocking shared flock that they
+// release at once, find the holder's pid in /proc/locks, and learn of the
+// holder's death by blocking on a shared flock.
+//
+// Its users: a local machine's node.lock and a local cluster's lb.lock (named
+// by package machinedir, the local provider's machine directory contract),
+// and the management plane's capstan.lock (package mgmt).
 package lockfile
 
 import (
@@ -27,12 +31,13 @@ type Lock struct{ f *os.File }
 // lock lasts microseconds, a running holder forever.
 const acquireRetry = 500 * time.Millisecond
 
-// Acquire takes the exclusive lock on path, creating the file, and writes
-// this process's pid into it (for humans; observers use /proc/locks). It
-// fails with ErrHeld when another process holds the lock; it retries for a
-// moment first, since an observer testing the lock holds it shared briefly.
-func Acquire(path string) (*Lock, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+// Acquire takes the exclusive lock on path, creating the file with perm, and
+// writes this process's pid into it (for humans and for Owner where
+// /proc/locks names no holder). It fails with ErrHeld when another process
+// holds the lock; it retries for a moment first, since an observer testing
+// the lock holds it shared briefly.
+func Acquire(path string, perm os.FileMode) (*Lock, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, perm)
 	if err != nil {
 		return nil, err
 	}

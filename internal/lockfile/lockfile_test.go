@@ -17,14 +17,14 @@ func TestAcquireHeldHolderWait(t *testing.T) {
 	if held, err := Held(path); err != nil || held {
 		t.Fatalf("missing file: held=%v err=%v", held, err)
 	}
-	l, err := Acquire(path)
+	l, err := Acquire(path, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if held, err := Held(path); err != nil || !held {
 		t.Fatalf("after Acquire: held=%v err=%v", held, err)
 	}
-	if _, err := Acquire(path); !errors.Is(err, ErrHeld) {
+	if _, err := Acquire(path, 0o644); !errors.Is(err, ErrHeld) {
 		t.Fatalf("second Acquire: want ErrHeld, got %v", err)
 	}
 	if pid, err := Holder(path); err != nil || pid != os.Getpid() {
@@ -87,7 +87,7 @@ func TestHolderIsOtherProcess(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if _, err := Acquire(path); !errors.Is(err, ErrHeld) {
+	if _, err := Acquire(path, 0o644); !errors.Is(err, ErrHeld) {
 		t.Fatalf("Acquire while child holds it: %v", err)
 	}
 }
