@@ -12,8 +12,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"capstan.dev/capstan/internal/controllers/machinedeployment"
 	"capstan.dev/capstan/internal/manager"
+	"capstan.dev/capstan/internal/plan"
 	"capstan.dev/capstan/internal/providers/local"
 )
 
@@ -70,7 +70,7 @@ replicas with --leader-elect for high availability.`,
 	f.StringSliceVar(&concurrency, "concurrency", nil, "parallel reconciles per controller, e.g. machine=20,cluster=5 (default "+strconv.Itoa(manager.DefaultConcurrency)+" each)")
 	f.Float32Var(&o.QPS, "kube-api-qps", 50, "queries per second the manager may make to the API server")
 	f.IntVar(&o.Burst, "kube-api-burst", 100, "burst of queries above --kube-api-qps")
-	f.Int32Var(&revisionHistory, "revision-history-limit", machinedeployment.DefaultRevisionHistoryLimit, "old, scaled-down MachineSets each MachineDeployment keeps for rollback")
+	f.Int32Var(&revisionHistory, "revision-history-limit", plan.DefaultRevisionHistoryLimit, "old, scaled-down MachineSets each MachineDeployment keeps for rollback")
 	f.StringVar(&localDir, "local-dir", "", "run the local infrastructure provider, keeping its machines under this directory (off when empty)")
 	f.DurationVar(&o.SyncPeriod, "sync-period", 10*time.Minute, "how often every object is reconciled without a change")
 	return cmd

@@ -15,7 +15,7 @@ import (
 
 	controlplanev1 "capstan.dev/capstan/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
-	"capstan.dev/capstan/internal/controllers/machinedeployment"
+	"capstan.dev/capstan/internal/plan"
 )
 
 func init() { register(newAlphaCommand) }
@@ -139,7 +139,7 @@ func runRollout(ctx context.Context, c client.Client, out io.Writer, op string, 
 			if err := c.List(ctx, sets, client.InNamespace(namespace)); err != nil {
 				return fmt.Errorf("listing the MachineSets of MachineDeployment %s/%s: %w", namespace, o.Name, err)
 			}
-			tmpl, err := machinedeployment.RollbackTemplate(o, sets.Items, toRevision)
+			tmpl, err := plan.RollbackTemplate(o, sets.Items, toRevision)
 			if err != nil {
 				return err
 			}

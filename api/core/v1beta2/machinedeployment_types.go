@@ -8,6 +8,11 @@ import (
 // MachineDeploymentKind is the kind name of MachineDeployment.
 const MachineDeploymentKind = "MachineDeployment"
 
+// MachineDeploymentFinalizer keeps a MachineDeployment until its MachineSets
+// are gone, so that a Cluster being deleted sees its workers go in order.
+// The value is Cluster API's.
+const MachineDeploymentFinalizer = "cluster.x-k8s.io/machinedeployment"
+
 // MachineDeploymentRolloutStrategyType names how a MachineDeployment replaces
 // its Machines.
 // +kubebuilder:validation:Enum=RollingUpdate;OnDelete

@@ -7,6 +7,25 @@ import (
 // MachineSetKind is the kind name of MachineSet.
 const MachineSetKind = "MachineSet"
 
+// MachineSetFinalizer keeps a MachineSet until its Machines are gone. The
+// value is Cluster API's, so that tools written for it recognise it.
+const MachineSetFinalizer = "cluster.x-k8s.io/machineset"
+
+// Annotations a MachineSet's controller reads.
+const (
+	// DisableMachineCreateAnnotation on a MachineSet stops it from creating
+	// Machines; a MachineDeployment sets it on its old sets, so that a
+	// Machine deleted from one is replaced by the up-to-date set.
+	DisableMachineCreateAnnotation = "machineset.cluster.x-k8s.io/disable-machine-create"
+
+	// AutoscalerMinSizeAnnotation and AutoscalerMaxSizeAnnotation are the
+	// cluster autoscaler's node group bounds, on a MachineSet or a
+	// MachineDeployment; an unset spec.replicas takes the minimum when both
+	// are set.
+	AutoscalerMinSizeAnnotation = "cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size"
+	AutoscalerMaxSizeAnnotation = "cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size"
+)
+
 // MachineSetSpec is what the user, or the owning MachineDeployment, wants a
 // MachineSet to be.
 type MachineSetSpec struct {

@@ -27,15 +27,6 @@ import (
 	"capstan.dev/capstan/internal/pause"
 )
 
-// Finalizer keeps a MachineDeployment until its MachineSets are gone, so
-// that a Cluster being deleted sees its workers go in order.
-const Finalizer = "cluster.x-k8s.io/machinedeployment"
-
-// DefaultRevisionHistoryLimit is how many old MachineSets that are scaled to
-// zero and hold no Machines are kept for rollbacks when the Reconciler sets
-// no limit. The v1beta2 API has no per-MachineDeployment field for it.
-const DefaultRevisionHistoryLimit = 1
-
 // Reconciler reconciles MachineDeployments.
 type Reconciler struct {
 	Client   client.Client
@@ -43,8 +34,8 @@ type Reconciler struct {
 
 	// RevisionHistoryLimit is how many old, empty MachineSets each
 	// MachineDeployment keeps for rollbacks; nil means
-	// DefaultRevisionHistoryLimit. With 0 none is kept, and RollbackTemplate
-	// finds no earlier revision.
+	// plan.DefaultRevisionHistoryLimit. With 0 none is kept, and
+	// plan.RollbackTemplate finds no earlier revision.
 	RevisionHistoryLimit *int32
 	pacer                *patch.Pacer
 }

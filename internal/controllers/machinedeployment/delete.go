@@ -8,6 +8,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 )
 
 // reconcileDelete deletes the MachineDeployment's MachineSets (whose own
@@ -15,7 +17,7 @@ import (
 // is left. Watches on the sets and their Machines bring the next pass.
 func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
 	md := s.md
-	if !controllerutil.ContainsFinalizer(md, Finalizer) {
+	if !controllerutil.ContainsFinalizer(md, clusterv1.MachineDeploymentFinalizer) {
 		s.deleting = "waiting for the garbage collector"
 		return nil
 	}
@@ -45,7 +47,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
 		s.deleting = fmt.Sprintf("Deleting %d %s", len(s.sets), plural(len(s.sets), "MachineSet"))
 	default:
 		s.deleting = "Deletion completed"
-		controllerutil.RemoveFinalizer(md, Finalizer)
+		controllerutil.RemoveFinalizer(md, clusterv1.MachineDeploymentFinalizer)
 	}
 	return nil
 }

@@ -1,17 +1,14 @@
 package machinedeployment
 
 import (
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
-	"capstan.dev/capstan/internal/controllers/machineset"
 	"capstan.dev/capstan/internal/plan"
 )
 
@@ -29,47 +26,28 @@ func template(version string) clusterv1.MachineTemplateSpec {
 	}
 }
 
-func TestTemplateUpToDateIgnoresInPlaceFields(t *testing.T) {
+func TestTemplateHashIgnoresInPlaceFields(t *testing.T) {
 	base := template("v1.34.0")
-	inPlace := base
-	inPlace.Labels = map[string]string{"pool": "b", "extra": "x"}
-	inPlace.Annotations = map[string]string{"note": "y"}
-	inPlace.Spec.MinReadySeconds = ptr.To(int32(30))
-	inPlace.Spec.ReadinessGates = []clusterv1.MachineReadinessGate{{ConditionType: "X"}}
-	inPlace.Spec.Deletion.NodeDrainTimeoutSeconds = ptr.To(int32(60))
-	inPlace.Spec.Deletion.NodeVolumeDetachTimeoutSeconds = ptr.To(int32(60))
-	inPlace.Spec.Deletion.NodeDeletionTimeoutSeconds = ptr.To(int32(60))
-	inPlace.Spec.Taints = []clusterv1.MachineTaint{{Key: "k", Effect: "NoSchedule", Propagation: clusterv1.MachineTaintPropagationAlways}}
-	if !TemplateUpToDate(&base, &inPlace) {
-		t.Error("fields propagated in place must not need new Machines")
+	hash := templateHash(&base, 0)
+	inPlace := map[string]func(*clusterv1.MachineTemplateSpec){
+		"labels":          func(t *clusterv1.MachineTemplateSpec) { t.Labels = map[string]string{"pool": "b"} },
+		"annotations":     func(t *clusterv1.MachineTemplateSpec) { t.Annotations = map[string]string{"note": "y"} },
+		"minReadySeconds": func(t *clusterv1.MachineTemplateSpec) { t.Spec.MinReadySeconds = ptr.To(int32(30)) },
+		"drain timeout":   func(t *clusterv1.MachineTemplateSpec) { t.Spec.Deletion.NodeDrainTimeoutSeconds = ptr.To(int32(60)) },
 	}
-	if templateHash(&base, 0) != templateHash(&inPlace, 0) {
-		t.Error("fields propagated in place must not change the hash")
-	}
-
-	for name, change := range map[string]func(*clusterv1.MachineTemplateSpec){
+	replacing := map[string]func(*clusterv1.MachineTemplateSpec){
 		"version":        func(t *clusterv1.MachineTemplateSpec) { t.Spec.Version = "v1.35.0" },
 		"infrastructure": func(t *clusterv1.MachineTemplateSpec) { t.Spec.InfrastructureRef.Name = "t2" },
-		"bootstrap": func(t *clusterv1.MachineTemplateSpec) {
-			t.Spec.Bootstrap.ConfigRef = clusterv1.ContractVersionedObjectReference{APIGroup: "b", Kind: "C", Name: "n"}
-		},
 		"failure domain": func(t *clusterv1.MachineTemplateSpec) { t.Spec.FailureDomain = "fd-b" },
-	} {
-		changed := *base.DeepCopy()
-		change(&changed)
-		if TemplateUpToDate(&base, &changed) {
-			t.Errorf("a %s change must need new Machines", name)
-		}
-		if templateHash(&base, 0) == templateHash(&changed, 0) {
-			t.Errorf("a %s change must change the hash", name)
-		}
-		if got := templateChanges(&base, &changed); len(got) != 1 {
-			t.Errorf("a %s change is described as %q", name, got)
-		}
 	}
-	v2 := template("v1.35.0")
-	if got := templateChanges(&base, &v2); len(got) != 1 || got[0] != "version v1.34.0 → v1.35.0" {
-		t.Errorf("version change described as %q", got)
+	for want, changes := range map[bool]map[string]func(*clusterv1.MachineTemplateSpec){true: inPlace, false: replacing} {
+		for name, change := range changes {
+			changed := *base.DeepCopy()
+			change(&changed)
+			if same := templateHash(&changed, 0) == hash; same != want {
+				t.Errorf("a %s change: same hash %v, want %v", name, same, want)
+			}
+		}
 	}
 }
 
@@ -119,9 +97,9 @@ func TestDefaults(t *testing.T) {
 		want        int32
 	}{
 		{nil, 1},
-		{map[string]string{autoscalerMinSizeAnnotation: "3"}, 1},
-		{map[string]string{autoscalerMinSizeAnnotation: "3", autoscalerMaxSizeAnnotation: "5"}, 3},
-		{map[string]string{autoscalerMinSizeAnnotation: "x", autoscalerMaxSizeAnnotation: "5"}, 1},
+		{map[string]string{clusterv1.AutoscalerMinSizeAnnotation: "3"}, 1},
+		{map[string]string{clusterv1.AutoscalerMinSizeAnnotation: "3", clusterv1.AutoscalerMaxSizeAnnotation: "5"}, 3},
+		{map[string]string{clusterv1.AutoscalerMinSizeAnnotation: "x", clusterv1.AutoscalerMaxSizeAnnotation: "5"}, 1},
 	} {
 		md := &clusterv1.MachineDeployment{ObjectMeta: metav1.ObjectMeta{Annotations: c.annotations}}
 		if got := defaultReplicas(md); got != c.want {
@@ -150,12 +128,12 @@ func TestSyncSetPropagatesInPlaceFieldsToTheUpToDateSetOnly(t *testing.T) {
 	if old.Spec.Template.Labels["gone"] != "yes" || old.Spec.Deletion.Order != "" {
 		t.Error("an old set must keep what it had")
 	}
-	if old.Annotations[disableMachineCreateAnnotation] != "true" {
+	if old.Annotations[clusterv1.DisableMachineCreateAnnotation] != "true" {
 		t.Errorf("an old set may still create Machines: %v", old.Annotations)
 	}
-	ms.Annotations[disableMachineCreateAnnotation] = "true"
+	ms.Annotations[clusterv1.DisableMachineCreateAnnotation] = "true"
 	syncSet(md, ms, true, true)
-	if _, ok := ms.Annotations[disableMachineCreateAnnotation]; ok {
+	if _, ok := ms.Annotations[clusterv1.DisableMachineCreateAnnotation]; ok {
 		t.Error("the up-to-date set may not create Machines")
 	}
 	l := ms.Spec.Template.Labels
@@ -191,43 +169,6 @@ func TestPausedRolloutIsPlannedAsOnDelete(t *testing.T) {
 	}
 }
 
-func TestRollbackTemplate(t *testing.T) {
-	md := &clusterv1.MachineDeployment{ObjectMeta: metav1.ObjectMeta{Name: "md", UID: types.UID("u1"),
-		Annotations: map[string]string{clusterv1.RevisionAnnotation: "3"}}}
-	md.Spec.Template = template("v1.36.0")
-	set := func(name, version string, rev int, owner types.UID) clusterv1.MachineSet {
-		ms := clusterv1.MachineSet{ObjectMeta: metav1.ObjectMeta{Name: name,
-			Annotations:     map[string]string{clusterv1.RevisionAnnotation: strconv.Itoa(rev)},
-			OwnerReferences: []metav1.OwnerReference{{Kind: clusterv1.MachineDeploymentKind, Name: "md", UID: owner, Controller: ptr.To(true)}},
-		}}
-		ms.Spec.Template = template(version)
-		ms.Spec.Template.Labels[clusterv1.MachineDeploymentUniqueLabel] = name
-		return ms
-	}
-	sets := []clusterv1.MachineSet{
-		set("one", "v1.34.0", 1, "u1"),
-		set("two", "v1.35.0", 2, "u1"),
-		set("three", "v1.36.0", 3, "u1"),
-		set("other", "v1.30.0", 2, "someone-else"),
-	}
-	got, err := RollbackTemplate(md, sets, 0)
-	if err != nil || got.Spec.Version != "v1.35.0" || got.Labels[clusterv1.MachineDeploymentUniqueLabel] != "" || got.Labels["pool"] != "a" {
-		t.Errorf("previous revision: %+v, %v", got, err)
-	}
-	if got, err := RollbackTemplate(md, sets, 1); err != nil || got.Spec.Version != "v1.34.0" {
-		t.Errorf("revision 1: %+v, %v", got, err)
-	}
-	if _, err := RollbackTemplate(md, sets, 3); err == nil || !strings.Contains(err.Error(), "already runs revision 3") {
-		t.Errorf("rolling back to the current revision: %v", err)
-	}
-	if _, err := RollbackTemplate(md, sets, 5); err == nil || !strings.Contains(err.Error(), "kept revisions: 1, 2, 3") {
-		t.Errorf("rolling back to a revision that is gone: %v", err)
-	}
-	if _, err := RollbackTemplate(md, sets[2:3], 0); err == nil || !strings.Contains(err.Error(), "no revision before 3") {
-		t.Errorf("rolling back without history: %v", err)
-	}
-}
-
 func TestListMachines(t *testing.T) {
 	if got := listMachines([]string{"b", "a"}, "not Ready"); got != "2 Machines are not Ready: a, b" {
 		t.Errorf("%q", got)
@@ -246,8 +187,8 @@ func TestNewMachineSetIsBornComplete(t *testing.T) {
 	md.Spec.Template = template("v1.34.0")
 	md.Spec.Selector = metav1.LabelSelector{MatchLabels: map[string]string{"pool": "a"}}
 	ms := newMachineSet(md, "md-h", "h", 1, 2, 1)
-	if len(ms.Finalizers) != 1 || ms.Finalizers[0] != machineset.Finalizer {
-		t.Errorf("finalizers %v, want [%s]", ms.Finalizers, machineset.Finalizer)
+	if len(ms.Finalizers) != 1 || ms.Finalizers[0] != clusterv1.MachineSetFinalizer {
+		t.Errorf("finalizers %v, want [%s]", ms.Finalizers, clusterv1.MachineSetFinalizer)
 	}
 	if ms.Spec.Selector.MatchLabels[clusterv1.ClusterNameLabel] != "c1" {
 		t.Errorf("selector %v lacks the cluster name", ms.Spec.Selector.MatchLabels)

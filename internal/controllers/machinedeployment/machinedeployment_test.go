@@ -34,7 +34,7 @@ import (
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/controllers/machinedeployment"
-	"capstan.dev/capstan/internal/controllers/machineset"
+	"capstan.dev/capstan/internal/plan"
 	"capstan.dev/capstan/internal/scheme"
 	"capstan.dev/capstan/internal/testenv"
 )
@@ -166,7 +166,7 @@ func releaseSetFinalizers(mgr ctrl.Manager) error {
 				return reconcile.Result{}, client.IgnoreNotFound(err)
 			}
 			before := ms.DeepCopy()
-			if controllerutil.RemoveFinalizer(ms, machineset.Finalizer) {
+			if controllerutil.RemoveFinalizer(ms, clusterv1.MachineSetFinalizer) {
 				return reconcile.Result{}, client.IgnoreNotFound(c.Patch(ctx, ms, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})))
 			}
 			return reconcile.Result{}, nil
@@ -361,7 +361,7 @@ func emulateStep(t *testing.T, md *clusterv1.MachineDeployment, sets []clusterv1
 		replicas := ptr.Deref(ms.Status.Replicas, 0)
 		available := ptr.Deref(ms.Status.AvailableReplicas, 0)
 		upToDate := func(n int32) int32 {
-			if machinedeployment.TemplateUpToDate(&ms.Spec.Template, &md.Spec.Template) {
+			if plan.TemplateUpToDate(&ms.Spec.Template, &md.Spec.Template) {
 				return n
 			}
 			return 0
@@ -443,7 +443,7 @@ func TestNewDeploymentCreatesOneMachineSet(t *testing.T) {
 	if refs := md.OwnerReferences; len(refs) != 1 || refs[0].Kind != "Cluster" || refs[0].Name != "c1" {
 		t.Errorf("owner references %+v, want the Cluster", refs)
 	}
-	if !strings.Contains(strings.Join(md.Finalizers, ","), machinedeployment.Finalizer) {
+	if !strings.Contains(strings.Join(md.Finalizers, ","), clusterv1.MachineDeploymentFinalizer) {
 		t.Errorf("finalizers %v", md.Finalizers)
 	}
 	// Defaulted as upstream does: the cluster-name label too.
@@ -769,7 +769,7 @@ func TestRolloutAfterReplacesOlderMachinesOnTime(t *testing.T) {
 	if sets[1].CreationTimestamp.Time.Before(after) {
 		t.Errorf("new MachineSet created at %s, before rollout.after %s", sets[1].CreationTimestamp, after)
 	}
-	if !machinedeployment.TemplateUpToDate(&sets[0].Spec.Template, &sets[1].Spec.Template) {
+	if !plan.TemplateUpToDate(&sets[0].Spec.Template, &sets[1].Spec.Template) {
 		t.Error("the template changed; rollout.after alone should replace the Machines")
 	}
 	if why := wantCondition(md, clusterv1.RollingOutCondition, metav1.ConditionFalse); why != "" {
@@ -901,11 +901,11 @@ func TestRollbackToThePreviousRevision(t *testing.T) {
 	if len(sets) != 2 {
 		t.Fatalf("after the rollout: %s", describe(sets))
 	}
-	if _, err := machinedeployment.RollbackTemplate(md, sets, 9); err == nil || !strings.Contains(err.Error(), "kept revisions: 1, 2") {
+	if _, err := plan.RollbackTemplate(md, sets, 9); err == nil || !strings.Contains(err.Error(), "kept revisions: 1, 2") {
 		t.Errorf("rolling back to a revision that is not kept: %v", err)
 	}
 
-	template, err := machinedeployment.RollbackTemplate(md, sets, 0)
+	template, err := plan.RollbackTemplate(md, sets, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

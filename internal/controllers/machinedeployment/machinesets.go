@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
@@ -20,17 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
-	"capstan.dev/capstan/internal/controllers/machineset"
 	"capstan.dev/capstan/internal/index"
 	"capstan.dev/capstan/internal/patch"
 	"capstan.dev/capstan/internal/plan"
-)
-
-// Annotations of the autoscaler's node group size; when both are set they
-// give an unset spec.replicas its value.
-const (
-	autoscalerMinSizeAnnotation = "cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size"
-	autoscalerMaxSizeAnnotation = "cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size"
 )
 
 // scope is everything one reconcile learns about a MachineDeployment.
@@ -70,7 +61,7 @@ type scope struct {
 // the defaults an admission webhook would have filled in.
 func (r *Reconciler) reconcileMetadata(s *scope) {
 	md := s.md
-	controllerutil.AddFinalizer(md, Finalizer)
+	controllerutil.AddFinalizer(md, clusterv1.MachineDeploymentFinalizer)
 	if md.Labels == nil {
 		md.Labels = map[string]string{}
 	}
@@ -126,8 +117,8 @@ func defaultSelector(md *clusterv1.MachineDeployment) {
 // defaultReplicas is the value of an unset spec.replicas: the autoscaler's
 // minimum when both of its size annotations are set, otherwise 1.
 func defaultReplicas(md *clusterv1.MachineDeployment) int32 {
-	minSize, okMin := md.Annotations[autoscalerMinSizeAnnotation]
-	_, okMax := md.Annotations[autoscalerMaxSizeAnnotation]
+	minSize, okMin := md.Annotations[clusterv1.AutoscalerMinSizeAnnotation]
+	_, okMax := md.Annotations[clusterv1.AutoscalerMaxSizeAnnotation]
 	if okMin && okMax {
 		if n, err := strconv.ParseInt(minSize, 10, 32); err == nil && n >= 0 {
 			return int32(n)
@@ -234,7 +225,7 @@ func (r *Reconciler) classify(s *scope) {
 		if plan.OutdatedByRolloutAfter(ms.CreationTimestamp.Time, after.Time, s.now) {
 			continue
 		}
-		if TemplateUpToDate(&ms.Spec.Template, &md.Spec.Template) {
+		if plan.TemplateUpToDate(&ms.Spec.Template, &md.Spec.Template) {
 			s.upToDate[ms.Name] = true
 			if s.current == nil || moreReplicas(ms, s.current) {
 				s.current = ms
@@ -268,80 +259,11 @@ func rolloutPaused(md *clusterv1.MachineDeployment) bool { return ptr.Deref(md.S
 
 // newer orders sets by revision, then by creation.
 func newer(a, b *clusterv1.MachineSet) bool {
-	ra, rb := revisionOf(a), revisionOf(b)
+	ra, rb := plan.Revision(a), plan.Revision(b)
 	if ra != rb {
 		return ra > rb
 	}
 	return b.CreationTimestamp.Before(&a.CreationTimestamp)
-}
-
-// TemplateUpToDate tells whether a MachineSet's template needs no new
-// Machines to match a MachineDeployment's: the two are equal but for the
-// fields that are propagated in place (labels, annotations, minReadySeconds,
-// readiness gates, deletion timeouts and taints).
-func TemplateUpToDate(set, deployment *clusterv1.MachineTemplateSpec) bool {
-	a, b := rolloutTemplate(set), rolloutTemplate(deployment)
-	return apiequality.Semantic.DeepEqual(a, b)
-}
-
-// rolloutTemplate is the part of a template whose change replaces Machines.
-func rolloutTemplate(t *clusterv1.MachineTemplateSpec) clusterv1.MachineTemplateSpec {
-	out := *t.DeepCopy()
-	out.ObjectMeta = clusterv1.ObjectMeta{}
-	out.Spec.MinReadySeconds = nil
-	out.Spec.ReadinessGates = nil
-	out.Spec.Deletion = clusterv1.MachineDeletionSpec{}
-	out.Spec.Taints = nil
-	return out
-}
-
-// templateChanges says, briefly, how an old template differs from the new
-// one in what causes a rollout.
-func templateChanges(oldT, newT *clusterv1.MachineTemplateSpec) []string {
-	o, n := rolloutTemplate(oldT), rolloutTemplate(newT)
-	var out []string
-	if o.Spec.Version != n.Spec.Version {
-		out = append(out, fmt.Sprintf("version %s → %s", orNone(o.Spec.Version), orNone(n.Spec.Version)))
-	}
-	if o.Spec.InfrastructureRef != n.Spec.InfrastructureRef {
-		out = append(out, fmt.Sprintf("infrastructureRef %s → %s", refString(o.Spec.InfrastructureRef), refString(n.Spec.InfrastructureRef)))
-	}
-	if o.Spec.Bootstrap.ConfigRef != n.Spec.Bootstrap.ConfigRef {
-		out = append(out, fmt.Sprintf("bootstrap.configRef %s → %s", refString(o.Spec.Bootstrap.ConfigRef), refString(n.Spec.Bootstrap.ConfigRef)))
-	}
-	if ptr.Deref(o.Spec.Bootstrap.DataSecretName, "") != ptr.Deref(n.Spec.Bootstrap.DataSecretName, "") {
-		out = append(out, "bootstrap.dataSecretName changed")
-	}
-	if o.Spec.FailureDomain != n.Spec.FailureDomain {
-		out = append(out, fmt.Sprintf("failureDomain %s → %s", orNone(o.Spec.FailureDomain), orNone(n.Spec.FailureDomain)))
-	}
-	if len(out) == 0 && !apiequality.Semantic.DeepEqual(o, n) {
-		out = append(out, "template changed")
-	}
-	return out
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "(none)"
-	}
-	return s
-}
-
-func refString(r clusterv1.ContractVersionedObjectReference) string {
-	if !r.IsDefined() {
-		return "(none)"
-	}
-	return r.Kind + "/" + r.Name
-}
-
-// revisionOf reads a MachineSet's revision annotation; 0 when it has none.
-func revisionOf(obj metav1.Object) int64 {
-	n, err := strconv.ParseInt(obj.GetAnnotations()[clusterv1.RevisionAnnotation], 10, 64)
-	if err != nil || n < 0 {
-		return 0
-	}
-	return n
 }
 
 // hashAlphabet spells hashes in names: lower-case letters and digits
@@ -353,7 +275,7 @@ const hashAlphabet = "bcdfghjklmnpqrstvwxz2456789"
 // template, for when the first is taken.
 func templateHash(t *clusterv1.MachineTemplateSpec, salt int) string {
 	h := fnv.New64a()
-	b, _ := json.Marshal(rolloutTemplate(t))
+	b, _ := json.Marshal(plan.RolloutTemplate(t))
 	_, _ = h.Write(b)
 	if salt > 0 {
 		_, _ = fmt.Fprintf(h, "/%d", salt)
@@ -385,7 +307,7 @@ func propagatedAnnotations(md *clusterv1.MachineDeployment) map[string]string {
 		switch k {
 		case "kubectl.kubernetes.io/last-applied-configuration",
 			clusterv1.RevisionAnnotation, clusterv1.DesiredReplicasAnnotation, clusterv1.MaxReplicasAnnotation,
-			clusterv1.PausedAnnotation, disableMachineCreateAnnotation:
+			clusterv1.PausedAnnotation, clusterv1.DisableMachineCreateAnnotation:
 			continue
 		}
 		out[k] = v
@@ -443,7 +365,7 @@ func newMachineSet(md *clusterv1.MachineDeployment, name, hash string, replicas,
 			Name:        name,
 			Labels:      setLabels,
 			Annotations: annotations,
-			Finalizers:  []string{machineset.Finalizer},
+			Finalizers:  []string{clusterv1.MachineSetFinalizer},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion:         clusterv1.GroupVersion.String(),
 				Kind:               clusterv1.MachineDeploymentKind,
@@ -464,11 +386,6 @@ func newMachineSet(md *clusterv1.MachineDeployment, name, hash string, replicas,
 	}
 }
 
-// disableMachineCreateAnnotation stops a MachineSet from creating Machines;
-// old sets carry it, so that a Machine deleted from one is replaced by the
-// up-to-date set rather than by its own, whichever controller acts first.
-const disableMachineCreateAnnotation = "machineset.cluster.x-k8s.io/disable-machine-create"
-
 // syncSet puts on a MachineSet what the MachineDeployment keeps there
 // without a rollout. Every set it controls carries the deployment-name and
 // cluster-name labels, and only the set that takes new replicas may create
@@ -483,12 +400,12 @@ func syncSet(md *clusterv1.MachineDeployment, ms *clusterv1.MachineSet, upToDate
 	ms.Labels[clusterv1.MachineDeploymentNameLabel] = md.Name
 	ms.Labels[clusterv1.ClusterNameLabel] = md.Spec.ClusterName
 	if mayCreate {
-		delete(ms.Annotations, disableMachineCreateAnnotation)
-	} else if ms.Annotations[disableMachineCreateAnnotation] != "true" {
+		delete(ms.Annotations, clusterv1.DisableMachineCreateAnnotation)
+	} else if ms.Annotations[clusterv1.DisableMachineCreateAnnotation] != "true" {
 		if ms.Annotations == nil {
 			ms.Annotations = map[string]string{}
 		}
-		ms.Annotations[disableMachineCreateAnnotation] = "true"
+		ms.Annotations[clusterv1.DisableMachineCreateAnnotation] = "true"
 	}
 	if !upToDate {
 		return

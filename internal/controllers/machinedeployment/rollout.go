@@ -79,18 +79,7 @@ func (r *Reconciler) rollout(ctx context.Context, s *scope) error {
 
 	// Revisions: the up-to-date set has the highest; one that comes back
 	// (a rollback) is given the next number.
-	var maxRevision, maxOthers int64
-	for _, ms := range s.sets {
-		rev := revisionOf(ms)
-		maxRevision = max(maxRevision, rev)
-		if ms != s.current {
-			maxOthers = max(maxOthers, rev)
-		}
-	}
-	bump := int64(0)
-	if s.current != nil && (revisionOf(s.current) <= maxOthers || revisionOf(s.current) == 0) {
-		bump = maxOthers + 1
-	}
+	next, bump := plan.Revisions(s.sets, s.current)
 
 	targets := map[string]plan.MachineSetTarget{}
 	var order []string
@@ -142,7 +131,7 @@ func (r *Reconciler) rollout(ctx context.Context, s *scope) error {
 	}
 
 	if s.plan != nil && s.plan.Create != nil && !rolloutPaused(md) {
-		if err := r.createMachineSet(ctx, s, s.plan.Create, maxRevision+1); err != nil {
+		if err := r.createMachineSet(ctx, s, s.plan.Create, next); err != nil {
 			return err
 		}
 	}
@@ -226,7 +215,7 @@ func (r *Reconciler) revisionHistoryLimit() int {
 	if r.RevisionHistoryLimit != nil && *r.RevisionHistoryLimit >= 0 {
 		return int(*r.RevisionHistoryLimit)
 	}
-	return DefaultRevisionHistoryLimit
+	return plan.DefaultRevisionHistoryLimit
 }
 
 // cleanupHistory deletes old MachineSets that hold no Machines and have no
@@ -262,7 +251,7 @@ func (r *Reconciler) cleanupHistory(ctx context.Context, s *scope) error {
 		}
 		if err == nil {
 			r.event(s.md, "Normal", "SuccessfulDelete", "Delete",
-				fmt.Sprintf("Deleted MachineSet %s (revision %d): only %d old revisions are kept", ms.Name, revisionOf(ms), limit))
+				fmt.Sprintf("Deleted MachineSet %s (revision %d): only %d old revisions are kept", ms.Name, plan.Revision(ms), limit))
 		}
 	}
 	return nil

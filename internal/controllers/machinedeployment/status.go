@@ -165,13 +165,13 @@ func (r *Reconciler) rollingOutCondition(s *scope, c counts) metav1.Condition {
 		if s.upToDate[ms.Name] || ptr.Deref(ms.Status.Replicas, 0) == 0 {
 			continue
 		}
-		if TemplateUpToDate(&ms.Spec.Template, &md.Spec.Template) {
+		if plan.TemplateUpToDate(&ms.Spec.Template, &md.Spec.Template) {
 			if plan.OutdatedByRolloutAfter(ms.CreationTimestamp.Time, after.Time, s.now) {
 				add("MachineSets created before rollout.after " + after.UTC().Format("2006-01-02T15:04:05Z"))
 			}
 			continue
 		}
-		for _, change := range templateChanges(&ms.Spec.Template, &md.Spec.Template) {
+		for _, change := range plan.TemplateChanges(&ms.Spec.Template, &md.Spec.Template) {
 			add(change)
 		}
 	}

@@ -31,26 +31,10 @@ import (
 	"capstan.dev/capstan/internal/phase"
 )
 
-// Finalizer keeps a MachineSet until its Machines are gone. The value is
-// Cluster API's, so that tools written for it recognise it.
-const Finalizer = "cluster.x-k8s.io/machineset"
-
 // FieldManager is the field manager of every write the controller makes.
 // The managed fields it leaves on Machines tell which labels and annotations
 // came from the MachineSet's template.
 const FieldManager = "capstan-machineset"
-
-// Annotations the controller reads.
-const (
-	// DisableMachineCreateAnnotation on a MachineSet stops it from creating
-	// Machines (a MachineDeployment may set it on old sets).
-	DisableMachineCreateAnnotation = "machineset.cluster.x-k8s.io/disable-machine-create"
-
-	// The cluster autoscaler's node group bounds; spec.replicas defaults to
-	// the minimum when both are set.
-	AutoscalerMinSizeAnnotation = "cluster.x-k8s.io/cluster-api-autoscaler-node-group-min-size"
-	AutoscalerMaxSizeAnnotation = "cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size"
-)
 
 // Reconciler reconciles MachineSets.
 type Reconciler struct {
@@ -328,7 +312,7 @@ func hasOwner(obj metav1.Object, kinds ...string) bool {
 // spec.replicas.
 func ensureMetadata(s *scope) {
 	ms := s.ms
-	controllerutil.AddFinalizer(ms, Finalizer)
+	controllerutil.AddFinalizer(ms, clusterv1.MachineSetFinalizer)
 	if ms.Labels == nil {
 		ms.Labels = map[string]string{}
 	}
@@ -363,8 +347,8 @@ func ensureMetadata(s *scope) {
 // defaultReplicas is the autoscaler's minimum size when both of its bounds
 // are set, otherwise 1.
 func defaultReplicas(annotations map[string]string) int32 {
-	minSize, okMin := annotations[AutoscalerMinSizeAnnotation]
-	_, okMax := annotations[AutoscalerMaxSizeAnnotation]
+	minSize, okMin := annotations[clusterv1.AutoscalerMinSizeAnnotation]
+	_, okMax := annotations[clusterv1.AutoscalerMaxSizeAnnotation]
 	if okMin && okMax {
 		if n, err := strconv.ParseInt(minSize, 10, 32); err == nil && n >= 0 {
 			return int32(n)

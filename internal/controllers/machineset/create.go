@@ -100,8 +100,8 @@ func (r *Reconciler) scale(ctx context.Context, s *scope) (time.Duration, error)
 }
 
 func (r *Reconciler) scaleUp(ctx context.Context, s *scope, n int) error {
-	if _, ok := s.ms.Annotations[DisableMachineCreateAnnotation]; ok {
-		s.notCreated = "the " + DisableMachineCreateAnnotation + " annotation is set"
+	if _, ok := s.ms.Annotations[clusterv1.DisableMachineCreateAnnotation]; ok {
+		s.notCreated = "the " + clusterv1.DisableMachineCreateAnnotation + " annotation is set"
 		return nil
 	}
 	if !s.cluster.DeletionTimestamp.IsZero() {

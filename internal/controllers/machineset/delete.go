@@ -11,14 +11,14 @@ import (
 // reconcileDelete deletes the set's Machines and lets the set go once they
 // are gone; their deletions wake the set through the Machine watch.
 func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
-	if !controllerutil.ContainsFinalizer(s.ms, Finalizer) {
+	if !controllerutil.ContainsFinalizer(s.ms, clusterv1.MachineSetFinalizer) {
 		return nil
 	}
 	if err := r.listMachines(ctx, s, false); err != nil {
 		return err
 	}
 	if len(s.machines) == 0 {
-		controllerutil.RemoveFinalizer(s.ms, Finalizer)
+		controllerutil.RemoveFinalizer(s.ms, clusterv1.MachineSetFinalizer)
 		s.deleting = "Deletion completed"
 		return nil
 	}

@@ -195,9 +195,9 @@ func TestDefaultReplicas(t *testing.T) {
 		want        int32
 	}{
 		{nil, 1},
-		{map[string]string{AutoscalerMinSizeAnnotation: "3"}, 1},
-		{map[string]string{AutoscalerMinSizeAnnotation: "3", AutoscalerMaxSizeAnnotation: "5"}, 3},
-		{map[string]string{AutoscalerMinSizeAnnotation: "x", AutoscalerMaxSizeAnnotation: "5"}, 1},
+		{map[string]string{clusterv1.AutoscalerMinSizeAnnotation: "3"}, 1},
+		{map[string]string{clusterv1.AutoscalerMinSizeAnnotation: "3", clusterv1.AutoscalerMaxSizeAnnotation: "5"}, 3},
+		{map[string]string{clusterv1.AutoscalerMinSizeAnnotation: "x", clusterv1.AutoscalerMaxSizeAnnotation: "5"}, 1},
 	} {
 		if got := defaultReplicas(tt.annotations); got != tt.want {
 			t.Errorf("defaultReplicas(%v) = %d, want %d", tt.annotations, got, tt.want)

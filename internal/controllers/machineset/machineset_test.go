@@ -58,7 +58,7 @@ func TestScaleUpClonesTemplates(t *testing.T) {
 		return ""
 	})
 	get(t, ms)
-	if !hasString(ms.Finalizers, machineset.Finalizer) || ms.Labels[clusterv1.ClusterNameLabel] != "c" {
+	if !hasString(ms.Finalizers, clusterv1.MachineSetFinalizer) || ms.Labels[clusterv1.ClusterNameLabel] != "c" {
 		t.Errorf("finalizers %v, labels %v", ms.Finalizers, ms.Labels)
 	}
 	if refs := ms.OwnerReferences; len(refs) != 1 || refs[0].Kind != "Cluster" || refs[0].Name != "c" || ptr.Deref(refs[0].Controller, false) {
@@ -612,7 +612,7 @@ func TestDeletionRemovesMachinesFirst(t *testing.T) {
 	create(t, ms)
 	got := waitMachines(t, f.ns, 2)
 	waitSet(t, ms, "finalizer", func(ms *clusterv1.MachineSet) string {
-		if !hasString(ms.Finalizers, machineset.Finalizer) {
+		if !hasString(ms.Finalizers, clusterv1.MachineSetFinalizer) {
 			return "no finalizer"
 		}
 		return ""
