@@ -296,8 +296,9 @@ func (r *machineReconciler) bootstrapData(ctx context.Context, lm *localv1.Local
 }
 
 // errSecretMissing: the Machine names its bootstrap Secret but it does not
-// exist yet. Secrets are not watched (the manager caches none), so the
-// controller looks again after secretRecheck.
+// exist yet. This controller does not watch Secrets (the manager caches those
+// labelled with a cluster name and reads others live: internal/manager), so
+// it looks again after secretRecheck.
 var errSecretMissing = errors.New("bootstrap data Secret missing")
 
 const secretRecheck = 2 * time.Second
