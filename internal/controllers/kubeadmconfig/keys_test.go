@@ -3,7 +3,6 @@ package kubeadmconfig_test
 import (
 	"context"
 	"crypto/x509"
-	"encoding/pem"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +13,7 @@ import (
 	"capstan.dev/capstan/internal/certs"
 	"capstan.dev/capstan/internal/controllers/kubeadmconfig"
 	"capstan.dev/capstan/internal/kubeadm"
+	"capstan.dev/capstan/test/fixture"
 )
 
 // TestInitControlPlaneKeyAlgorithm: the cluster certificates a bare
@@ -44,7 +44,7 @@ func TestInitControlPlaneKeyAlgorithm(t *testing.T) {
 				if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, s); err != nil {
 					t.Fatal(err)
 				}
-				if block, alg := secretKey(t, name, s.Data[certs.KeyKey]); block != tc.wantBlock || alg != tc.want {
+				if block, alg := fixture.PrivateKey(t, name, s.Data[certs.KeyKey]); block != tc.wantBlock || alg != tc.want {
 					t.Errorf("%s tls.key: %s in a %q block, want %s in %q", name, alg, block, tc.want, tc.wantBlock)
 				}
 			}
@@ -78,24 +78,6 @@ func TestInitControlPlaneKeyAlgorithm(t *testing.T) {
 	}
 }
 
-// secretKey names the PEM block and the algorithm of a private key.
-func secretKey(t *testing.T, what string, keyPEM []byte) (string, certs.KeyAlgorithm) {
-	t.Helper()
-	b, _ := pem.Decode(keyPEM)
-	if b == nil {
-		t.Fatalf("%s: not PEM", what)
-	}
-	key, err := certs.ParseKey(keyPEM)
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-	alg, err := certs.KeyAlgorithmOf(key.Public())
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-	return b.Type, alg
-}
-
 // kubeconfigClientKey checks that the kubeconfig's client certificate was
 // issued by ca for its key, and that the key is of algorithm want.
 func kubeconfigClientKey(t *testing.T, data []byte, ca *certs.KeyPair, want certs.KeyAlgorithm) {
@@ -110,7 +92,7 @@ func kubeconfigClientKey(t *testing.T, data []byte, ca *certs.KeyPair, want cert
 	if err != nil {
 		t.Fatalf("kubeconfig client certificate and key: %v", err)
 	}
-	if _, alg := secretKey(t, "kubeconfig client key", user.ClientKeyData); alg != want {
+	if _, alg := fixture.PrivateKey(t, "kubeconfig client key", user.ClientKeyData); alg != want {
 		t.Errorf("kubeconfig client key is %s, want %s", alg, want)
 	}
 	pool := x509.NewCertPool()

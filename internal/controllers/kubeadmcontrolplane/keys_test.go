@@ -3,7 +3,6 @@ package kubeadmcontrolplane_test
 import (
 	"context"
 	"crypto/x509"
-	"encoding/pem"
 	"testing"
 	"time"
 
@@ -59,7 +58,7 @@ func TestCertificatesKeyAlgorithm(t *testing.T) {
 				return ""
 			})
 			for _, name := range []string{"c-ca", "c-etcd", "c-proxy", "c-sa"} {
-				if block, alg := privateKey(t, name, secrets[name].Data[certs.KeyKey]); block != tc.wantBlock || alg != tc.want {
+				if block, alg := fixture.PrivateKey(t, name, secrets[name].Data[certs.KeyKey]); block != tc.wantBlock || alg != tc.want {
 					t.Errorf("%s tls.key: %s in a %q block, want %s in %q", name, alg, block, tc.want, tc.wantBlock)
 				}
 			}
@@ -81,7 +80,7 @@ func TestCertificatesKeyAlgorithm(t *testing.T) {
 			if err != nil {
 				t.Fatalf("kubeconfig client certificate and key: %v", err)
 			}
-			if block, alg := privateKey(t, "kubeconfig client key", user.ClientKeyData); block != tc.wantBlock || alg != tc.want {
+			if block, alg := fixture.PrivateKey(t, "kubeconfig client key", user.ClientKeyData); block != tc.wantBlock || alg != tc.want {
 				t.Errorf("kubeconfig client key: %s in a %q block, want %s", alg, block, tc.want)
 			}
 			pool := x509.NewCertPool()
@@ -91,22 +90,4 @@ func TestCertificatesKeyAlgorithm(t *testing.T) {
 			}
 		})
 	}
-}
-
-// privateKey names the PEM block and the algorithm of a private key.
-func privateKey(t *testing.T, what string, keyPEM []byte) (string, certs.KeyAlgorithm) {
-	t.Helper()
-	b, _ := pem.Decode(keyPEM)
-	if b == nil {
-		t.Fatalf("%s: not PEM", what)
-	}
-	key, err := certs.ParseKey(keyPEM)
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-	alg, err := certs.KeyAlgorithmOf(key.Public())
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-	return b.Type, alg
 }
