@@ -79,11 +79,7 @@ func newAccessor(ctx, parent context.Context, key client.ObjectKey, data []byte,
 	if err != nil {
 		return nil, err
 	}
-	invalid := func(err error) error {
-		return notConnected(key, ReasonKubeconfigInvalid, err,
-			"cannot build a client from the kubeconfig in Secret %s/%s (%v); fix its %q key",
-			key.Namespace, KubeconfigSecretName(key.Name), err, KubeconfigDataKey)
-	}
+	invalid := func(err error) error { return unusableKubeconfig(key, err) }
 	transport, err := rest.TransportFor(cfg)
 	if err != nil {
 		return nil, invalid(err)
@@ -114,7 +110,7 @@ func newAccessor(ctx, parent context.Context, key client.ObjectKey, data []byte,
 		return nil, invalid(err)
 	}
 	a.probe = disco.RESTClient()
-	if err := a.ping(ctx, opts.ProbeTimeout); err != nil {
+	if err := ping(ctx, a.probe, opts.ProbeTimeout); err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -170,6 +166,12 @@ func newAccessor(ctx, parent context.Context, key client.ObjectKey, data []byte,
 	return a, nil
 }
 
+func unusableKubeconfig(key client.ObjectKey, err error) *NotConnectedError {
+	return notConnected(key, ReasonKubeconfigInvalid, err,
+		"cannot build a client from the kubeconfig in Secret %s/%s (%v); fix its %q key",
+		key.Namespace, KubeconfigSecretName(key.Name), err, KubeconfigDataKey)
+}
+
 func unreachable(key client.ObjectKey, host string, err error, opts Options) *NotConnectedError {
 	return notConnected(key, ReasonUnreachable, err,
 		"its API server at %s did not answer a health probe (%v); check that the control plane is running and reachable from the manager at the address in Secret %s/%s (connection attempts pause for %s)",
@@ -179,8 +181,8 @@ func unreachable(key client.ObjectKey, host string, err error, opts Options) *No
 // ping asks the API server for its root path, which every conformant API
 // server answers; /readyz is optional (upstream's simulated API servers do
 // not serve it) and would report a healthy server as unreachable.
-func (a *accessor) ping(ctx context.Context, timeout time.Duration) error {
-	_, err := a.probe.Get().AbsPath("/").Timeout(timeout).DoRaw(ctx)
+func ping(ctx context.Context, probe rest.Interface, timeout time.Duration) error {
+	_, err := probe.Get().AbsPath("/").Timeout(timeout).DoRaw(ctx)
 	return err
 }
 

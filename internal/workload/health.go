@@ -3,10 +3,14 @@ package workload
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -85,7 +89,7 @@ func (c *ClusterCache) probeAll(ctx context.Context) {
 }
 
 func (c *ClusterCache) probe(ctx context.Context, e *clusterEntry, acc *accessor) {
-	err := acc.ping(ctx, c.opts.ProbeTimeout)
+	err := ping(ctx, acc.probe, c.opts.ProbeTimeout)
 	if ctx.Err() != nil {
 		return // stopping; the probe proves nothing
 	}
@@ -234,4 +238,36 @@ func (s *subscriber) run(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// Probe asks the cluster's API server once, with the kubeconfig in its
+// Secret, whether it answers. Unlike GetClient it keeps no connection and
+// records no failure, so it does not hold back the first real connection by
+// RetryInterval: it is for reporting on a cluster nobody needs yet, such as
+// one whose control plane is still coming up. A nil error means the API
+// server answered; otherwise the error is a NotConnectedError that names the
+// cause.
+func (c *ClusterCache) Probe(ctx context.Context, cluster client.ObjectKey) error {
+	data, _, err := c.readKubeconfig(ctx, cluster)
+	if err != nil {
+		return err
+	}
+	cfg, err := parseKubeconfig(cluster, data, c.opts)
+	if err != nil {
+		return err
+	}
+	transport, err := rest.TransportFor(cfg)
+	if err != nil {
+		return unusableKubeconfig(cluster, err)
+	}
+	defer utilnet.CloseIdleConnectionsFor(transport)
+	disco, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, &http.Client{Transport: transport, Timeout: cfg.Timeout})
+	if err != nil {
+		return unusableKubeconfig(cluster, err)
+	}
+	if err := ping(ctx, disco.RESTClient(), c.opts.ProbeTimeout); err != nil {
+		return notConnected(cluster, ReasonUnreachable, err,
+			"its API server at %s did not answer a health probe (%v)", cfg.Host, err)
+	}
+	return nil
 }

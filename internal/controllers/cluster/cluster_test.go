@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -167,6 +168,34 @@ func TestClusterFollowsItsInfrastructureAndControlPlane(t *testing.T) {
 		t.Error(got)
 	}
 
+	// Once the infrastructure is provisioned the workload cluster is probed,
+	// before the control plane is initialized, and the condition says why
+	// it does not answer.
+	probeSays := func(want string) {
+		t.Helper()
+		waitFor(t, key, func(c *clusterv1.Cluster) string {
+			cond := meta.FindStatusCondition(c.Status.Conditions, clusterv1.ClusterRemoteConnectionProbeCondition)
+			if cond == nil || cond.Status != metav1.ConditionFalse || !strings.Contains(cond.Message, want) {
+				return fmt.Sprintf("RemoteConnectionProbe %+v should be False and say %q", cond, want)
+			}
+			return ""
+		})
+	}
+	probeSays("Secret " + ns + "/c1-kubeconfig does not exist")
+
+	// The management plane stands in for the workload cluster, first at an
+	// address where nothing listens.
+	kubeconfig, err := os.ReadFile(filepath.Join(env.StateDir, "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c1-kubeconfig", Labels: map[string]string{clusterv1.ClusterNameLabel: "c1"}},
+		Data:       map[string][]byte{"value": kubeconfigAt(t, kubeconfig, "https://127.0.0.1:1")},
+	}
+	create(t, secret)
+	probeSays("connection refused")
+
 	// The control plane comes up.
 	if err := provider.SetStatus(ctx, env.Client, cp, map[string]any{
 		"initialization": map[string]any{"controlPlaneInitialized": true},
@@ -187,29 +216,36 @@ func TestClusterFollowsItsInfrastructureAndControlPlane(t *testing.T) {
 	if w := c.Status.Workers; w == nil || ptr.Deref(w.DesiredReplicas, -1) != 0 {
 		t.Errorf("workers %+v, want zero desired", w)
 	}
-	waitFor(t, key, func(c *clusterv1.Cluster) string {
-		cond := meta.FindStatusCondition(c.Status.Conditions, clusterv1.ClusterRemoteConnectionProbeCondition)
-		if cond == nil || cond.Status != metav1.ConditionFalse || !strings.Contains(cond.Message, "c1-kubeconfig") {
-			return fmt.Sprintf("RemoteConnectionProbe %+v should say the kubeconfig Secret is missing", cond)
-		}
-		return ""
-	})
+	probeSays("connection refused")
 
-	// The management plane stands in for the workload cluster.
-	kubeconfig, err := os.ReadFile(filepath.Join(env.StateDir, "kubeconfig"))
-	if err != nil {
+	// The kubeconfig is corrected: the shared connection follows it.
+	secret.Data["value"] = kubeconfig
+	if err := env.Client.Update(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
-	create(t, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c1-kubeconfig", Labels: map[string]string{clusterv1.ClusterNameLabel: "c1"}},
-		Data:       map[string][]byte{"value": kubeconfig},
-	})
 	waitFor(t, key, func(c *clusterv1.Cluster) string {
 		if why := condition(c, clusterv1.ClusterRemoteConnectionProbeCondition, metav1.ConditionTrue); why != "" {
 			return why
 		}
 		return condition(c, clusterv1.AvailableCondition, metav1.ConditionTrue)
 	})
+}
+
+// kubeconfigAt returns the kubeconfig with every cluster's server set to url.
+func kubeconfigAt(t *testing.T, kubeconfig []byte, url string) []byte {
+	t.Helper()
+	cfg, err := clientcmd.Load(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cluster := range cfg.Clusters {
+		cluster.Server = url
+	}
+	out, err := clientcmd.Write(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 func TestClusterReadsV1beta1Providers(t *testing.T) {

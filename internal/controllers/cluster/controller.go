@@ -28,6 +28,7 @@ import (
 type Workload interface {
 	GetClient(ctx context.Context, cluster client.ObjectKey) (client.Client, error)
 	Health(cluster client.ObjectKey) workload.Health
+	Probe(ctx context.Context, cluster client.ObjectKey) error
 	HealthSource(h handler.EventHandler) source.Source
 	Disconnect(cluster client.ObjectKey)
 }

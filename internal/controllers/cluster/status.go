@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -108,8 +109,9 @@ func workersAvailable(s *scope) metav1.Condition {
 // reached looks again; the cache itself retries no sooner than every 10 s.
 const workloadRetry = 15 * time.Second
 
-// reconcileRemoteConnection connects to the workload cluster once its control
-// plane is initialized and reports the cache's probes.
+// reconcileRemoteConnection reports whether the workload cluster answers:
+// once its infrastructure is provisioned by a one-off probe, and once its
+// control plane is initialized through the cache every controller shares.
 func (r *Reconciler) reconcileRemoteConnection(ctx context.Context, s *scope) (time.Duration, error) {
 	cond := r.remoteConnection(ctx, s.cluster)
 	s.remoteConnection = &cond
@@ -121,24 +123,36 @@ func (r *Reconciler) reconcileRemoteConnection(ctx context.Context, s *scope) (t
 
 func (r *Reconciler) remoteConnection(ctx context.Context, c *clusterv1.Cluster) metav1.Condition {
 	cond := metav1.Condition{Type: clusterv1.ClusterRemoteConnectionProbeCondition}
+	failed := func(err error) metav1.Condition {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ProbeFailedReason, err.Error()
+		return cond
+	}
+	key := client.ObjectKeyFromObject(c)
 	switch {
-	case !ptr.Deref(c.Status.Initialization.ControlPlaneInitialized, false):
+	case !ptr.Deref(c.Status.Initialization.InfrastructureProvisioned, false):
 		cond.Status, cond.Reason = metav1.ConditionUnknown, ProbeNotStartedReason
-		cond.Message = "the workload cluster is probed once its control plane is initialized"
+		cond.Message = "the workload cluster is probed once its infrastructure is provisioned"
 	case r.Workload == nil:
 		cond.Status, cond.Reason = metav1.ConditionUnknown, ProbeNotStartedReason
 		cond.Message = "this manager has no workload cluster access"
+	case !ptr.Deref(c.Status.Initialization.ControlPlaneInitialized, false):
+		// Connecting through the cache now would make a failure hold back
+		// the controllers' first connection by the cache's retry interval,
+		// just when the control plane comes up; a probe keeps nothing.
+		if err := r.Workload.Probe(ctx, key); err != nil {
+			return failed(err)
+		}
+		cond.Status, cond.Reason = metav1.ConditionTrue, ProbeSucceededReason
 	default:
 		// Connecting is lazy; asking for a client makes the cache connect
 		// and start probing.
-		key := client.ObjectKeyFromObject(c)
 		if _, err := r.Workload.GetClient(ctx, key); err != nil {
-			cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ProbeFailedReason, err.Error()
-		} else if h := r.Workload.Health(key); h.Connected {
-			cond.Status, cond.Reason = metav1.ConditionTrue, ProbeSucceededReason
-		} else {
-			cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ProbeFailedReason, h.Message
+			return failed(err)
 		}
+		if h := r.Workload.Health(key); !h.Connected {
+			return failed(errors.New(h.Message))
+		}
+		cond.Status, cond.Reason = metav1.ConditionTrue, ProbeSucceededReason
 	}
 	return cond
 }
