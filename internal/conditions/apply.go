@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"capstan.dev/capstan/internal/patch"
+	"capstan.dev/capstan/internal/pace"
 )
 
 // Object is an API object with conditions in its status.
@@ -61,7 +61,7 @@ func Apply(ctx context.Context, c client.Client, obj Object, gvk schema.GroupVer
 // of obj older than the controller's own last apply writes nothing (from it
 // the controller would apply the same again; that write's watch event
 // brings it back), and a write made is recorded in p.
-func ApplyPaced(ctx context.Context, c client.Client, p *patch.Pacer, obj Object, gvk schema.GroupVersionKind, cond metav1.Condition, fieldManager string, now time.Time) error {
+func ApplyPaced(ctx context.Context, c client.Client, p *pace.Pacer, obj Object, gvk schema.GroupVersionKind, cond metav1.Condition, fieldManager string, now time.Time) error {
 	if p.Behind(obj) {
 		return nil
 	}

@@ -1,13 +1,10 @@
 package contract
 
 import (
-	"errors"
-	"fmt"
 	"reflect"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	kerrors "k8s.io/apimachinery/pkg/util/errors"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 )
@@ -116,19 +113,3 @@ func TestCRDName(t *testing.T) {
 	}
 }
 
-func TestIsUserErrorSeesThroughAggregatesAndWrapping(t *testing.T) {
-	notInstalled := &KindNotInstalledError{Kind: "X", Group: "g", CRD: "xs.g"}
-	for name, tc := range map[string]struct {
-		err  error
-		want bool
-	}{
-		"bare":       {notInstalled, true},
-		"wrapped":    {fmt.Errorf("reading: %w", notInstalled), true},
-		"aggregated": {kerrors.NewAggregate([]error{errors.New("other"), fmt.Errorf("x: %w", &NotContractCompliantError{CRD: "c"})}), true},
-		"other":      {kerrors.NewAggregate([]error{errors.New("other")}), false},
-	} {
-		if got := IsUserError(tc.err); got != tc.want {
-			t.Errorf("%s: %v, want %v", name, got, tc.want)
-		}
-	}
-}

@@ -2,7 +2,6 @@ package contract
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -12,11 +11,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apimachinery/pkg/version"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/kit"
 )
 
 // CRDName is the name of the CRD that defines kind in group, as Cluster API
@@ -40,24 +39,6 @@ func (e *NotContractCompliantError) Error() string {
 	return fmt.Sprintf("CRD %s has no %s label naming the versions that implement the Cluster API v1beta2 contract; install a provider release that supports v1beta2 or add the label", e.CRD, clusterv1.ContractVersionLabel)
 }
 
-// IsUserError tells whether err (or one it wraps or aggregates) is one only
-// a user can fix: a referenced kind not installed, or a CRD without the
-// contract label.
-func IsUserError(err error) bool {
-	if agg, ok := err.(kerrors.Aggregate); ok {
-		// Aggregates do not unwrap; look at each error.
-		for _, e := range agg.Errors() {
-			if IsUserError(e) {
-				return true
-			}
-		}
-		return false
-	}
-	var notCompliant *NotContractCompliantError
-	var notInstalled *KindNotInstalledError
-	return errors.As(err, &notCompliant) || errors.As(err, &notInstalled)
-}
-
 // KindNotInstalledError says a reference names a kind no CRD defines.
 type KindNotInstalledError struct{ Kind, Group, CRD string }
 
@@ -73,13 +54,13 @@ func (r *Resolver) GroupVersionKind(ctx context.Context, ref clusterv1.ContractV
 	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
 	if err := r.Reader.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
 		if apierrors.IsNotFound(err) {
-			return schema.GroupVersionKind{}, &KindNotInstalledError{Kind: ref.Kind, Group: ref.APIGroup, CRD: name}
+			return schema.GroupVersionKind{}, kit.UserFix(&KindNotInstalledError{Kind: ref.Kind, Group: ref.APIGroup, CRD: name})
 		}
 		return schema.GroupVersionKind{}, fmt.Errorf("reading CRD %s: %w", name, err)
 	}
 	v := newestContractVersion(crd.GetLabels()[clusterv1.ContractVersionLabel])
 	if v == "" {
-		return schema.GroupVersionKind{}, &NotContractCompliantError{CRD: name}
+		return schema.GroupVersionKind{}, kit.UserFix(&NotContractCompliantError{CRD: name})
 	}
 	return schema.GroupVersionKind{Group: ref.APIGroup, Version: v, Kind: ref.Kind}, nil
 }

@@ -11,10 +11,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/pace"
 	"capstan.dev/capstan/internal/patch"
 )
 
-var clusterGate = patch.Fields([]string{"initialization"}, "Paused")
+var clusterGate = pace.Fields([]string{"initialization"}, "Paused")
 
 func read(t *testing.T, c *clusterv1.Cluster) *clusterv1.Cluster {
 	t.Helper()
@@ -30,7 +31,7 @@ func read(t *testing.T, c *clusterv1.Cluster) *clusterv1.Cluster {
 // the interval a reporting-only change goes out again.
 func TestPacedStatus(t *testing.T) {
 	ctx := context.Background()
-	pacer := patch.NewPacer(time.Hour)
+	pacer := pace.NewPacer(time.Hour)
 	c := newCluster(t)
 
 	write := func(change func(*clusterv1.Cluster)) (*clusterv1.Cluster, time.Duration) {
@@ -101,35 +102,10 @@ func TestPacedStatus(t *testing.T) {
 		t.Errorf("False to Unknown with a new message went out inside the interval: %+v", cond)
 	}
 }
-
-// AllButTexts gates on fields and on conditions turning True, not on the
-// phase nor on a condition's reason, message, or False against Unknown.
-func TestAllButTexts(t *testing.T) {
-	cond := func(status string) map[string]any {
-		return map[string]any{"type": "Ready", "status": status, "reason": status, "message": "m-" + status}
-	}
-	for _, tc := range []struct {
-		name          string
-		before, after map[string]any
-		gated         bool
-	}{
-		{"phase alone", map[string]any{"phase": "Pending"}, map[string]any{"phase": "Provisioning"}, false},
-		{"first write without a True condition", nil, map[string]any{"phase": "Pending", "conditions": []any{cond("False")}, "observedGeneration": 1.0}, false},
-		{"False to Unknown", map[string]any{"conditions": []any{cond("False")}}, map[string]any{"conditions": []any{cond("Unknown")}}, false},
-		{"turning True", map[string]any{"conditions": []any{cond("False")}}, map[string]any{"conditions": []any{cond("True")}}, true},
-		{"ceasing to be True", map[string]any{"conditions": []any{cond("True")}}, map[string]any{"conditions": []any{cond("Unknown")}}, true},
-		{"a field", map[string]any{"addresses": []any{}}, map[string]any{"addresses": []any{"10.0.0.1"}}, true},
-	} {
-		if got := patch.GateChanged(patch.AllButTexts, tc.before, tc.after); got != tc.gated {
-			t.Errorf("%s: gated %v, want %v", tc.name, got, tc.gated)
-		}
-	}
-}
-
 // After the interval a reporting-only change goes out.
 func TestPacedStatusAfterInterval(t *testing.T) {
 	ctx := context.Background()
-	pacer := patch.NewPacer(200 * time.Millisecond)
+	pacer := pace.NewPacer(200 * time.Millisecond)
 	c := newCluster(t)
 	write := func(phase string) time.Duration {
 		cur := read(t, c)
@@ -156,7 +132,7 @@ func TestPacedStatusAfterInterval(t *testing.T) {
 // changes are computed from what the controller has already replaced.
 func TestStaleCopyWritesNothing(t *testing.T) {
 	ctx := context.Background()
-	pacer := patch.NewPacer(0)
+	pacer := pace.NewPacer(0)
 	c := newCluster(t)
 	stale := read(t, c)
 
@@ -203,7 +179,7 @@ func TestStaleCopyWritesNothing(t *testing.T) {
 // next one inside the interval is.
 func TestPacedStatusFirstAtOnce(t *testing.T) {
 	ctx := context.Background()
-	pacer := patch.NewPacer(time.Hour, patch.FirstAtOnce())
+	pacer := pace.NewPacer(time.Hour, pace.FirstAtOnce())
 	c := newCluster(t)
 	for i, phase := range []string{"Pending", "Provisioning"} {
 		cur := read(t, c)

@@ -20,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"capstan.dev/capstan/internal/pace"
 )
 
 // Helper remembers an object as it was read, to patch what changes later.
@@ -37,14 +39,25 @@ type Helper struct {
 
 	// With a pacer, stale copies write nothing and reporting-only status
 	// changes wait; deferred is how long, after the last Patch.
-	pacer    *Pacer
-	gate     Gate
+	pacer    *pace.Pacer
+	gate     pace.Gate
 	readRV   string
 	deferred time.Duration
 }
 
 // Option changes how a Helper writes.
 type Option func(*Helper)
+
+// Pace makes the Helper consult p: it writes nothing from a copy older than
+// the controller's own last write, and holds back a status change that
+// leaves gate's pick unchanged until p's interval has passed since the last
+// status write. Deferred tells the reconcile when to come back.
+func Pace(p *pace.Pacer, gate pace.Gate) Option {
+	return func(h *Helper) {
+		h.pacer = p
+		h.gate = gate
+	}
+}
 
 // OwnedConditions makes status writes server-side applies, as fieldManager,
 // of the whole status but only the listed condition types. Use it for
@@ -97,12 +110,12 @@ func (h *Helper) Patch(ctx context.Context, obj client.Object) error {
 	mainChanged := !reflect.DeepEqual(beforeMain, afterMain)
 	statusChanged := !reflect.DeepEqual(beforeStatus, afterStatus)
 	h.deferred = 0
-	if h.pacer != nil && (mainChanged || statusChanged) && h.pacer.stale(obj.GetUID(), h.readRV) {
-		h.deferred = StaleRetry
+	if h.pacer != nil && (mainChanged || statusChanged) && h.pacer.Stale(obj.GetUID(), h.readRV) {
+		h.deferred = pace.StaleRetry
 		return nil
 	}
-	if h.pacer != nil && statusChanged && !gateChanged(h.gate, beforeStatus, afterStatus) {
-		if wait := h.pacer.holdFor(obj.GetUID()); wait > 0 {
+	if h.pacer != nil && statusChanged && !pace.Changed(h.gate, beforeStatus, afterStatus) {
+		if wait := h.pacer.HoldFor(obj.GetUID()); wait > 0 {
 			h.deferred = wait
 			statusChanged = false
 			// The held-back change is still to write next time.
@@ -170,7 +183,7 @@ func (h *Helper) Patch(ctx context.Context, obj client.Object) error {
 		obj.SetResourceVersion(target.GetResourceVersion())
 	}
 	if h.pacer != nil && (mainChanged || statusChanged) {
-		h.pacer.record(obj.GetUID(), passed, obj.GetResourceVersion(), statusChanged)
+		h.pacer.Record(obj.GetUID(), passed, obj.GetResourceVersion(), statusChanged)
 	}
 	h.before = after
 	h.readRV = obj.GetResourceVersion()

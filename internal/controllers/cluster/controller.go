@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,9 +16,10 @@ import (
 	"capstan.dev/capstan/internal/contract"
 	"capstan.dev/capstan/internal/enqueue"
 	"capstan.dev/capstan/internal/index"
+	"capstan.dev/capstan/internal/kit"
+	"capstan.dev/capstan/internal/pace"
 	"capstan.dev/capstan/internal/patch"
 	"capstan.dev/capstan/internal/pause"
-	"capstan.dev/capstan/internal/phase"
 	"capstan.dev/capstan/internal/workload"
 )
 
@@ -43,14 +42,14 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 
 	externalWatches *contract.Tracker
-	pacer           *patch.Pacer
+	kit             kit.Reconciler[*clusterv1.Cluster, *scope]
 }
 
 // statusGate is what other controllers act on in a Cluster's status: the
 // Machines wait for its infrastructure, bootstrap waits for its control
 // plane, health checks and move read the conditions. Everything else
 // (counters, summaries, messages) is paced.
-var statusGate = patch.Fields([]string{"initialization"},
+var statusGate = pace.Fields([]string{"initialization"},
 	clusterv1.PausedCondition, clusterv1.ClusterControlPlaneInitializedCondition,
 	clusterv1.InfrastructureReadyCondition, clusterv1.ClusterRemoteConnectionProbeCondition)
 
@@ -65,7 +64,16 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	if err := index.ByClusterName(ctx, mgr.GetFieldIndexer(), &clusterv1.Machine{}, &clusterv1.MachineSet{}, &clusterv1.MachineDeployment{}); err != nil {
 		return err
 	}
-	r.pacer = patch.NewPacer(patch.DefaultStatusInterval)
+	r.kit = kit.Reconciler[*clusterv1.Cluster, *scope]{
+		Client:    r.Client,
+		NewObject: func() *clusterv1.Cluster { return &clusterv1.Cluster{} },
+		Pacer:     pace.NewPacer(pace.DefaultStatusInterval),
+		Gate:      statusGate,
+		Options:   []patch.Option{patch.SoleStatusWriter()},
+		Scope:     r.scope,
+		Run:       r.run,
+		Report:    r.summarize,
+	}
 	// Worker counters change with every Machine; a short delay folds a
 	// burst of changes into one status write.
 	toCluster := enqueue.Coalesced(summaryDelay, clusterOfLabel)
@@ -101,32 +109,16 @@ func clusterOfLabel(_ context.Context, obj client.Object) []ctrl.Request {
 }
 
 // Reconcile brings one Cluster's status and owned objects up to date.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, reterr error) {
-	cluster := &clusterv1.Cluster{}
-	if err := r.Client.Get(ctx, req.NamespacedName, cluster); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if r.pacer.Behind(cluster) {
-		// The cache has not caught up with our own last write.
-		return ctrl.Result{RequeueAfter: patch.StaleRetry}, nil
-	}
-	helper, err := patch.NewHelper(cluster, r.Client, patch.SoleStatusWriter(), patch.Pace(r.pacer, statusGate))
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	s := &scope{cluster: cluster}
-	defer func() {
-		if !s.paused {
-			r.summarize(s)
-		}
-		if err := helper.Patch(ctx, cluster); err != nil && !apierrors.IsNotFound(err) {
-			reterr = kerrors.NewAggregate([]error{reterr, err})
-		}
-		if reterr == nil {
-			res = patch.Sooner(res, helper.Deferred())
-		}
-	}()
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return r.kit.Reconcile(ctx, req)
+}
 
+func (r *Reconciler) scope(_ context.Context, cluster *clusterv1.Cluster) (*scope, error) {
+	return &scope{cluster: cluster}, nil
+}
+
+func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
+	cluster := s.cluster
 	if s.paused = pause.Reconcile(cluster, cluster); s.paused {
 		return ctrl.Result{}, nil
 	}
@@ -135,7 +127,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 	controllerutil.AddFinalizer(cluster, clusterv1.ClusterFinalizer)
 
-	return phase.Run(ctx, s,
+	return kit.Steps(ctx, s,
 		r.reconcileInfrastructure,
 		r.reconcileControlPlane,
 		r.reconcileMachines,

@@ -28,6 +28,9 @@ const (
 
 // summarize turns what the reconcile learned into conditions and a phase.
 func (r *Reconciler) summarize(s *scope) {
+	if s.paused {
+		return
+	}
 	c := s.cluster
 	set := func(cond metav1.Condition) { conditions.Set(c, cond) }
 

@@ -6,7 +6,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,6 +21,8 @@ import (
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/conditions"
 	"capstan.dev/capstan/internal/index"
+	"capstan.dev/capstan/internal/kit"
+	"capstan.dev/capstan/internal/pace"
 	"capstan.dev/capstan/internal/patch"
 	"capstan.dev/capstan/internal/pause"
 )
@@ -30,10 +31,6 @@ import (
 // refresh: long enough for a machine to boot, short enough that a leaked
 // bootstrap data secret is soon useless.
 const DefaultTokenTTL = 15 * time.Minute
-
-// userErrorRetry is how soon a config with a problem only the user can fix
-// is looked at again (a fix to a referenced Secret sends no event here).
-const userErrorRetry = time.Minute
 
 // Workload is what the controller needs of the workload cluster cache
 // (*workload.ClusterCache): a client to create bootstrap tokens with.
@@ -49,12 +46,12 @@ type Reconciler struct {
 
 	// TokenTTL is the lifetime of generated bootstrap tokens; DefaultTokenTTL when zero.
 	TokenTTL time.Duration
-	pacer    *patch.Pacer
+	kit      kit.Reconciler[*bootstrapv1.KubeadmConfig, *scope]
 }
 
 // statusGate: every change of a KubeadmConfig's status goes out at once
 // except a changed condition message or reason, which is paced.
-var statusGate = patch.AllButTexts
+var statusGate = pace.AllButTexts
 
 func (r *Reconciler) tokenTTL() time.Duration {
 	if r.TokenTTL > 0 {
@@ -69,7 +66,16 @@ func (r *Reconciler) tokenTTL() time.Duration {
 // control-plane Machine going away frees the init lock) and on Clusters (infrastructure, initialization and
 // pause decide what a config may do).
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
-	r.pacer = patch.NewPacer(patch.DefaultStatusInterval, patch.FirstAtOnce())
+	r.kit = kit.Reconciler[*bootstrapv1.KubeadmConfig, *scope]{
+		Client:    r.Client,
+		NewObject: func() *bootstrapv1.KubeadmConfig { return &bootstrapv1.KubeadmConfig{} },
+		Pacer:     pace.NewPacer(pace.DefaultStatusInterval, pace.FirstAtOnce()),
+		Gate:      statusGate,
+		Options:   []patch.Option{patch.SoleStatusWriter()},
+		Scope:     r.scope,
+		Run:       r.run,
+		Report:    summarize,
+	}
 	if err := index.ByClusterName(ctx, mgr.GetFieldIndexer(), &bootstrapv1.KubeadmConfig{}); err != nil {
 		return err
 	}
@@ -81,7 +87,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 				UpdateFunc:  machineChangeMatters,
 			})).
 		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToConfigs),
-			builder.WithPredicates(predicate.Funcs{UpdateFunc: clusterChangeMatters})).
+			// Infrastructure, initialization, the endpoint and pause decide
+			// what a config may do.
+			builder.WithPredicates(kit.ClusterChanged(kit.ClusterPaused, kit.ClusterInfrastructureProvisioned,
+				kit.ClusterControlPlaneInitialized, kit.ClusterEndpoint))).
 		WithOptions(opts).
 		Named("kubeadmconfig").
 		Complete(r)
@@ -98,23 +107,6 @@ func machineChangeMatters(e event.UpdateEvent) bool {
 	return before.Status.NodeRef.Name != after.Status.NodeRef.Name ||
 		before.DeletionTimestamp.IsZero() != after.DeletionTimestamp.IsZero() ||
 		ptr.Deref(before.Spec.Bootstrap.DataSecretName, "") != ptr.Deref(after.Spec.Bootstrap.DataSecretName, "")
-}
-
-// clusterChangeMatters lets through what changes a config's decisions.
-func clusterChangeMatters(e event.UpdateEvent) bool {
-	before, ok1 := e.ObjectOld.(*clusterv1.Cluster)
-	after, ok2 := e.ObjectNew.(*clusterv1.Cluster)
-	if !ok1 || !ok2 {
-		return true
-	}
-	paused := func(c *clusterv1.Cluster) bool {
-		p, _ := pause.Check(c, c)
-		return p
-	}
-	return paused(before) != paused(after) ||
-		ptr.Deref(before.Status.Initialization.InfrastructureProvisioned, false) != ptr.Deref(after.Status.Initialization.InfrastructureProvisioned, false) ||
-		ptr.Deref(before.Status.Initialization.ControlPlaneInitialized, false) != ptr.Deref(after.Status.Initialization.ControlPlaneInitialized, false) ||
-		before.Spec.ControlPlaneEndpoint != after.Spec.ControlPlaneEndpoint
 }
 
 // machineToConfigs maps a Machine to its KubeadmConfig and, when a
@@ -195,59 +187,43 @@ func (s *scope) wait(reason, message string) {
 }
 
 // Reconcile brings one KubeadmConfig a step closer to having its bootstrap data.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, reterr error) {
-	cfg := &bootstrapv1.KubeadmConfig{}
-	if err := r.Client.Get(ctx, req.NamespacedName, cfg); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if r.pacer.Behind(cfg) {
-		// The cache has not caught up with our own last write.
-		return ctrl.Result{RequeueAfter: patch.StaleRetry}, nil
-	}
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return r.kit.Reconcile(ctx, req)
+}
+
+func (r *Reconciler) scope(ctx context.Context, cfg *bootstrapv1.KubeadmConfig) (*scope, error) {
 	machine, err := r.owningMachine(ctx, cfg)
-	if err != nil || machine == nil {
+	if err != nil {
+		return nil, err
+	}
+	if machine == nil {
 		// No owner yet, or it is not in the cache yet: the owner reference
 		// being set, or the Machine's creation, wakes us.
-		return ctrl.Result{}, err
+		return nil, kit.NotYet(0)
 	}
 	cluster := &clusterv1.Cluster{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cfg.Namespace, Name: machine.Spec.ClusterName}, cluster); err != nil {
 		if apierrors.IsNotFound(err) {
-			return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
+			return nil, kit.NotYet(10 * time.Second)
 		}
-		return ctrl.Result{}, err
+		return nil, err
 	}
-	helper, err := patch.NewHelper(cfg, r.Client, patch.SoleStatusWriter(), patch.Pace(r.pacer, statusGate))
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	s := &scope{config: cfg, machine: machine, cluster: cluster, now: time.Now()}
-	defer func() {
-		if !s.paused {
-			summarize(s)
-		}
-		if err := helper.Patch(ctx, cfg); err != nil && !apierrors.IsNotFound(err) {
-			reterr = kerrors.NewAggregate([]error{reterr, err})
-		}
-		if reterr == nil {
-			res = patch.Sooner(res, helper.Deferred())
-		}
-	}()
-	if s.paused = pause.Reconcile(cluster, cfg); s.paused {
+	return &scope{config: cfg, machine: machine, cluster: cluster, now: time.Now()}, nil
+}
+
+func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
+	cfg := s.config
+	if s.paused = pause.Reconcile(s.cluster, cfg); s.paused {
 		return ctrl.Result{}, nil
 	}
 	if !cfg.DeletionTimestamp.IsZero() {
 		// The data secret goes with the config through its owner reference.
 		return ctrl.Result{}, nil
 	}
+	// A problem only the user can fix (a referenced Secret sends no event
+	// here) is retried slowly by the kit.
 	requeue, err := r.reconcile(ctx, s)
-	if err != nil {
-		s.dataErr = err
-		if isUserError(err) {
-			// The conditions say what to fix; retrying fast would not help.
-			return ctrl.Result{RequeueAfter: userErrorRetry}, nil
-		}
-	}
+	s.dataErr = err
 	return ctrl.Result{RequeueAfter: requeue}, err
 }
 

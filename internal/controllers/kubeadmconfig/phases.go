@@ -3,7 +3,6 @@ package kubeadmconfig
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	bootstrapv1 "capstan.dev/capstan/api/bootstrap/kubeadm/v1beta2"
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/certs"
+	"capstan.dev/capstan/internal/kit"
 	"capstan.dev/capstan/internal/kubeadm"
 )
 
@@ -58,10 +58,6 @@ const tokenDataKey = "bootstrap-token"
 // generated, where earlier Capstan versions kept it; such tokens are still
 // refreshed.
 const generatedTokenAnnotation = "bootstrap.capstan.dev/generated-token-id"
-
-// userError is a problem only the user can fix: reported in the
-// conditions, retried slowly rather than with error backoff.
-type userError struct{ error }
 
 func (r *Reconciler) reconcile(ctx context.Context, s *scope) (time.Duration, error) {
 	cfg, m, c := s.config, s.machine, s.cluster
@@ -149,7 +145,7 @@ func (r *Reconciler) reconcileInit(ctx context.Context, s *scope) (time.Duration
 		certs.WithCALifetime(lifetime), certs.WithKeyAlgorithm(keyAlgorithm))
 	if err != nil {
 		s.certs = &certsState{reason: CertificatesInvalidReason, message: err.Error()}
-		return 0, userError{err}
+		return 0, kit.UserFix(err)
 	}
 	s.certs = &certsState{ok: true}
 	endpoint := kubeadm.JoinEndpoint(c.Spec.ControlPlaneEndpoint)
@@ -162,7 +158,7 @@ func (r *Reconciler) reconcileInit(ctx context.Context, s *scope) (time.Duration
 	}
 	kubeadmFile, err := kubeadm.RenderInit(cfg.Spec.ClusterConfiguration, cfg.Spec.InitConfiguration, m.Spec.Version, c.Name, endpoint, &c.Spec.ClusterNetwork)
 	if err != nil {
-		return 0, userError{err}
+		return 0, kit.UserFix(err)
 	}
 	certFiles, err := cc.Files(cfg.Spec.ClusterConfiguration.CertificatesDir)
 	if err != nil {
@@ -182,7 +178,7 @@ func (r *Reconciler) reconcileJoin(ctx context.Context, s *scope, controlPlane b
 		return lockRetry, nil
 	case err != nil && !certs.IsMissing(err):
 		s.certs = &certsState{reason: CertificatesInvalidReason, message: err.Error()}
-		return 0, userError{err}
+		return 0, kit.UserFix(err)
 	}
 	s.certs = &certsState{ok: true}
 
@@ -212,7 +208,7 @@ func (r *Reconciler) reconcileJoin(ctx context.Context, s *scope, controlPlane b
 	}
 	kubeadmFile, err := kubeadm.RenderJoin(join, s.machine.Spec.Version)
 	if err != nil {
-		return 0, userError{err}
+		return 0, kit.UserFix(err)
 	}
 	var certFiles []certs.File
 	if controlPlane {
@@ -238,7 +234,7 @@ func (r *Reconciler) writeData(ctx context.Context, s *scope, kubeadmFile []byte
 			v, err := r.secretValue(ctx, cfg.Namespace, f.ContentFrom.Secret.Name, f.ContentFrom.Secret.Key, fmt.Sprintf("spec.files[%d].contentFrom", i))
 			if err != nil {
 				s.wait(InvalidConfigReason, err.Error())
-				return 0, userError{err}
+				return 0, kit.UserFix(err)
 			}
 			content = v
 		}
@@ -250,7 +246,7 @@ func (r *Reconciler) writeData(ctx context.Context, s *scope, kubeadmFile []byte
 			v, err := r.secretValue(ctx, cfg.Namespace, u.PasswdFrom.Secret.Name, u.PasswdFrom.Secret.Key, fmt.Sprintf("spec.users[%d].passwdFrom", i))
 			if err != nil {
 				s.wait(InvalidConfigReason, err.Error())
-				return 0, userError{err}
+				return 0, kit.UserFix(err)
 			}
 			bd.passwords[i] = v
 		case u.Passwd != "":
@@ -291,7 +287,7 @@ func (r *Reconciler) writeData(ctx context.Context, s *scope, kubeadmFile []byte
 		if !ownedBy(existing, cfg.UID) {
 			err := fmt.Errorf("secret %s/%s exists and does not belong to KubeadmConfig %s: delete or rename it so the bootstrap data can be written", cfg.Namespace, cfg.Name, cfg.Name)
 			s.wait(InvalidConfigReason, err.Error())
-			return 0, userError{err}
+			return 0, kit.UserFix(err)
 		}
 		if !bytes.Equal(existing.Data["value"], value) || string(existing.Data[FormatKey]) != string(bootstrapv1.CloudConfig) {
 			existing.Data = secret.Data
@@ -335,10 +331,4 @@ func (r *Reconciler) secretValue(ctx context.Context, namespace, name, key, fiel
 		return "", fmt.Errorf("%s: secret %s/%s has no key %q: add it or fix the key", field, namespace, name, key)
 	}
 	return string(v), nil
-}
-
-// isUserError tells whether err is one only the user can fix.
-func isUserError(err error) bool {
-	var u userError
-	return errors.As(err, &u)
 }

@@ -17,6 +17,9 @@ const WaitingForDataSecretReason = "WaitingForDataSecret"
 // summarize sets the conditions and observedGeneration from what the
 // reconcile learned; the deferred patch writes them once.
 func summarize(s *scope) {
+	if s.paused {
+		return
+	}
 	cfg := s.config
 	set := func(c metav1.Condition) { conditions.Set(cfg, c) }
 

@@ -9,7 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -26,9 +25,10 @@ import (
 	"capstan.dev/capstan/internal/certs"
 	"capstan.dev/capstan/internal/contract"
 	"capstan.dev/capstan/internal/index"
+	"capstan.dev/capstan/internal/kit"
+	"capstan.dev/capstan/internal/pace"
 	"capstan.dev/capstan/internal/patch"
 	"capstan.dev/capstan/internal/pause"
-	"capstan.dev/capstan/internal/phase"
 	"capstan.dev/capstan/internal/plan"
 	"capstan.dev/capstan/internal/portforward"
 	"capstan.dev/capstan/internal/workload"
@@ -60,19 +60,33 @@ type Reconciler struct {
 	// leaveRequested remembers when each leaving Machine (by UID) was asked
 	// to leave the load balancer.
 	leaveRequested sync.Map
-	pacer          *patch.Pacer
+	// pacer paces the control plane's writes, to its own status and to
+	// its Machines' conditions.
+	pacer *pace.Pacer
+	kit   kit.Reconciler[*controlplanev1.KubeadmControlPlane, *scope]
 }
 
 // statusGate is what others act on in a control plane's status: the Cluster
 // copies its initialization, move waits for Paused. Counters and summaries
 // are paced.
-var statusGate = patch.Fields([]string{"initialization"}, clusterv1.PausedCondition)
+var statusGate = pace.Fields([]string{"initialization"}, clusterv1.PausedCondition)
 
 // SetupWithManager registers the controller. It watches its control planes,
 // their Machines, the Clusters that own them, the infrastructure templates
 // they clone, and in each workload cluster the control-plane Pods.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
-	r.pacer = patch.NewPacer(patch.DefaultStatusInterval)
+	r.pacer = pace.NewPacer(pace.DefaultStatusInterval)
+	r.kit = kit.Reconciler[*controlplanev1.KubeadmControlPlane, *scope]{
+		Client:    r.Client,
+		Writer:    r.writer(),
+		NewObject: func() *controlplanev1.KubeadmControlPlane { return &controlplanev1.KubeadmControlPlane{} },
+		Pacer:     r.pacer,
+		Gate:      statusGate,
+		Options:   []patch.Option{patch.SoleStatusWriter()},
+		Scope:     r.scope,
+		Run:       r.run,
+		Report:    r.updateStatus,
+	}
 	if err := index.ByClusterName(ctx, mgr.GetFieldIndexer(), &clusterv1.Machine{}); err != nil {
 		return err
 	}
@@ -183,37 +197,20 @@ func (m *machineState) nodeName() string {
 const ownerGrace = 10 * time.Second
 
 // Reconcile brings one control plane closer to its spec.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, reterr error) {
-	kcp := &controlplanev1.KubeadmControlPlane{}
-	if err := r.Client.Get(ctx, req.NamespacedName, kcp); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if r.pacer.Behind(kcp) {
-		// The cache has not caught up with our own last write.
-		return ctrl.Result{RequeueAfter: patch.StaleRetry}, nil
-	}
-	helper, err := patch.NewHelper(kcp, r.writer(), patch.SoleStatusWriter(), patch.Pace(r.pacer, statusGate))
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	s := &scope{kcp: kcp, now: time.Now()}
-	defer func() {
-		if !s.paused && !s.unreported {
-			r.updateStatus(s)
-		}
-		if err := helper.Patch(ctx, kcp); err != nil && !apierrors.IsNotFound(err) {
-			reterr = kerrors.NewAggregate([]error{reterr, err})
-		}
-		if reterr == nil {
-			res = patch.Sooner(res, helper.Deferred())
-		}
-	}()
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return r.kit.Reconcile(ctx, req)
+}
 
+func (r *Reconciler) scope(ctx context.Context, kcp *controlplanev1.KubeadmControlPlane) (*scope, error) {
 	cluster, err := r.owningCluster(ctx, kcp)
 	if err != nil {
-		return ctrl.Result{}, err
+		return nil, err
 	}
-	s.cluster = cluster
+	return &scope{kcp: kcp, cluster: cluster, now: time.Now()}, nil
+}
+
+func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
+	kcp, cluster := s.kcp, s.cluster
 	if cluster == nil {
 		s.waitingFor = "waiting for a Cluster to own this control plane (its spec.controlPlaneRef names it)"
 		if !kcp.DeletionTimestamp.IsZero() {
@@ -251,7 +248,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		// this control plane makes can outlive it.
 		return ctrl.Result{Requeue: true}, nil
 	}
-	return phase.Run(ctx, s,
+	return kit.Steps(ctx, s,
 		r.reconcileCertificates,
 		func(ctx context.Context, s *scope) (time.Duration, error) { return 0, r.readMachines(ctx, s) },
 		r.readTemplate,

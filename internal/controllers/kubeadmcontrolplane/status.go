@@ -30,6 +30,9 @@ const (
 // updateStatus computes the whole status from the scope; the deferred patch
 // writes it only when something changed.
 func (r *Reconciler) updateStatus(s *scope) {
+	if s.paused || s.unreported {
+		return
+	}
 	kcp := s.kcp
 	st := &kcp.Status
 	set := func(c metav1.Condition) { c.ObservedGeneration = kcp.Generation; conditions.Set(kcp, c) }

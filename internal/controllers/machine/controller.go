@@ -6,25 +6,22 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/contract"
 	"capstan.dev/capstan/internal/index"
+	"capstan.dev/capstan/internal/kit"
+	"capstan.dev/capstan/internal/pace"
 	"capstan.dev/capstan/internal/patch"
 	"capstan.dev/capstan/internal/pause"
-	"capstan.dev/capstan/internal/phase"
 	"capstan.dev/capstan/internal/workload"
 )
 
@@ -48,18 +45,29 @@ type Reconciler struct {
 
 	controller      controller.Controller
 	externalWatches *contract.Tracker
-	pacer           *patch.Pacer
+	kit             kit.Reconciler[*clusterv1.Machine, *scope]
 }
 
 // statusGate: every change of a Machine's status that others act on goes
 // out at once; only a changed condition message or reason is paced.
-var statusGate = patch.AllButTexts
+var statusGate = pace.AllButTexts
 
 // SetupWithManager registers the controller, the providerID index, and
 // watches on Clusters (initialization and pause change what a Machine may
 // do) and on provider objects the Machines own.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
-	r.pacer = patch.NewPacer(patch.DefaultStatusInterval)
+	r.kit = kit.Reconciler[*clusterv1.Machine, *scope]{
+		Client:    r.Client,
+		NewObject: func() *clusterv1.Machine { return &clusterv1.Machine{} },
+		Pacer:     pace.NewPacer(pace.DefaultStatusInterval),
+		Gate:      statusGate,
+		OptionsFor: func(m *clusterv1.Machine) []patch.Option {
+			return []patch.Option{patch.OwnedConditions(statusManager, ownedConditions(m)...)}
+		},
+		Scope:  r.scope,
+		Run:    r.run,
+		Report: r.summarize,
+	}
 	if err := index.ByClusterName(ctx, mgr.GetFieldIndexer(), &clusterv1.Machine{}); err != nil {
 		return err
 	}
@@ -74,7 +82,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		For(&clusterv1.Machine{}).
 		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToMachines),
-			builder.WithPredicates(predicate.Funcs{UpdateFunc: clusterChangeMattersToMachines})).
+			// Pause, control plane initialization and deletion change what a
+			// Machine may do; other Cluster writes would wake every Machine
+			// for nothing.
+			builder.WithPredicates(kit.ClusterChanged(kit.ClusterPaused, kit.ClusterControlPlaneInitialized, kit.ClusterDeleting))).
 		WithOptions(opts).
 		Named("machine").
 		Build(r)
@@ -88,24 +99,6 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Handler:    handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &clusterv1.Machine{}, handler.OnlyControllerOwner()),
 	}
 	return nil
-}
-
-// clusterChangeMattersToMachines lets through the Cluster changes that change
-// what its Machines may do: pause, control plane initialization, deletion.
-// Every other Cluster status write would wake every Machine for nothing.
-func clusterChangeMattersToMachines(e event.UpdateEvent) bool {
-	before, ok1 := e.ObjectOld.(*clusterv1.Cluster)
-	after, ok2 := e.ObjectNew.(*clusterv1.Cluster)
-	if !ok1 || !ok2 {
-		return true
-	}
-	paused := func(c *clusterv1.Cluster) bool {
-		p, _ := pause.Check(c, c)
-		return p
-	}
-	return paused(before) != paused(after) ||
-		ptr.Deref(before.Status.Initialization.ControlPlaneInitialized, false) != ptr.Deref(after.Status.Initialization.ControlPlaneInitialized, false) ||
-		before.DeletionTimestamp.IsZero() != after.DeletionTimestamp.IsZero()
 }
 
 func (r *Reconciler) clusterToMachines(ctx context.Context, obj client.Object) []reconcile.Request {
@@ -161,39 +154,24 @@ func ownedConditions(m *clusterv1.Machine) []string {
 }
 
 // Reconcile brings one Machine a step closer to what its spec asks.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, reterr error) {
-	m := &clusterv1.Machine{}
-	if err := r.Client.Get(ctx, req.NamespacedName, m); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if r.pacer.Behind(m) {
-		// The cache has not caught up with our own last write.
-		return ctrl.Result{RequeueAfter: patch.StaleRetry}, nil
-	}
-	helper, err := patch.NewHelper(m, r.Client, patch.OwnedConditions(statusManager, ownedConditions(m)...), patch.Pace(r.pacer, statusGate))
-	if err != nil {
-		return ctrl.Result{}, err
-	}
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return r.kit.Reconcile(ctx, req)
+}
+
+func (r *Reconciler) scope(ctx context.Context, m *clusterv1.Machine) (*scope, error) {
 	s := &scope{machine: m, now: time.Now()}
 	s.cluster = &clusterv1.Cluster{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: m.Spec.ClusterName}, s.cluster); err != nil {
 		if !apierrors.IsNotFound(err) {
-			return ctrl.Result{}, err
+			return nil, err
 		}
 		s.cluster = nil
 	}
-	defer func() {
-		if !s.paused {
-			r.summarize(s)
-		}
-		if err := helper.Patch(ctx, m); err != nil && !apierrors.IsNotFound(err) {
-			reterr = kerrors.NewAggregate([]error{reterr, err})
-		}
-		if reterr == nil {
-			res = patch.Sooner(res, helper.Deferred())
-		}
-	}()
+	return s, nil
+}
 
+func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
+	m := s.machine
 	if s.paused = pause.Reconcile(s.cluster, m); s.paused {
 		return ctrl.Result{}, nil
 	}
@@ -218,7 +196,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 	controllerutil.AddFinalizer(m, clusterv1.MachineFinalizer)
 
-	return phase.Run(ctx, s,
+	return kit.Steps(ctx, s,
 		r.reconcileBootstrap,
 		r.reconcileInfrastructure,
 		r.reconcileNode,

@@ -31,6 +31,9 @@ const (
 var pressureConditions = []corev1.NodeConditionType{corev1.NodeMemoryPressure, corev1.NodeDiskPressure, corev1.NodePIDPressure}
 
 func (r *Reconciler) summarize(s *scope) {
+	if s.paused {
+		return
+	}
 	m := s.machine
 	set := func(c metav1.Condition) { conditions.Set(m, c) }
 	set(bootstrapCondition(s))

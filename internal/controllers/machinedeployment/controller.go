@@ -8,7 +8,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -23,6 +22,8 @@ import (
 	"capstan.dev/capstan/internal/conditions"
 	"capstan.dev/capstan/internal/enqueue"
 	"capstan.dev/capstan/internal/index"
+	"capstan.dev/capstan/internal/kit"
+	"capstan.dev/capstan/internal/pace"
 	"capstan.dev/capstan/internal/patch"
 	"capstan.dev/capstan/internal/pause"
 )
@@ -37,12 +38,12 @@ type Reconciler struct {
 	// plan.DefaultRevisionHistoryLimit. With 0 none is kept, and
 	// plan.RollbackTemplate finds no earlier revision.
 	RevisionHistoryLimit *int32
-	pacer                *patch.Pacer
+	kit                  kit.Reconciler[*clusterv1.MachineDeployment, *scope]
 }
 
 // statusGate: of a MachineDeployment's status only Paused is waited on (by
 // move); counters and summaries are paced.
-var statusGate = patch.Fields(nil, clusterv1.PausedCondition)
+var statusGate = pace.Fields(nil, clusterv1.PausedCondition)
 
 // SetupWithManager registers the controller. MachineSets wake the
 // MachineDeployment that controls them, or those whose selector matches
@@ -50,35 +51,31 @@ var statusGate = patch.Fields(nil, clusterv1.PausedCondition)
 // when something a condition summarises changes; Clusters wake their
 // MachineDeployments when they are paused or resumed.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
-	r.pacer = patch.NewPacer(patch.DefaultStatusInterval)
+	r.kit = kit.Reconciler[*clusterv1.MachineDeployment, *scope]{
+		Client:    r.Client,
+		NewObject: func() *clusterv1.MachineDeployment { return &clusterv1.MachineDeployment{} },
+		Pacer:     pace.NewPacer(pace.DefaultStatusInterval),
+		Gate:      statusGate,
+		Options:   []patch.Option{patch.SoleStatusWriter()},
+		Scope:     r.scope,
+		Run:       r.run,
+		Report:    r.summarize,
+	}
 	if err := index.ByClusterName(ctx, mgr.GetFieldIndexer(), &clusterv1.Machine{}, &clusterv1.MachineSet{}, &clusterv1.MachineDeployment{}); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&clusterv1.MachineDeployment{}, builder.WithPredicates(notStatusOnly)).
+		For(&clusterv1.MachineDeployment{}, builder.WithPredicates(kit.NotStatusOnly)).
 		Owns(&clusterv1.MachineSet{}).
 		Watches(&clusterv1.MachineSet{}, handler.EnqueueRequestsFromMapFunc(r.orphanToDeployments)).
 		// Machines only feed the summary conditions; a short delay folds a
 		// burst of their changes into one status write.
 		Watches(&clusterv1.Machine{}, enqueue.Coalesced(time.Second, machineToDeployment), builder.WithPredicates(machineSummaryChanged)).
-		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToDeployments), builder.WithPredicates(clusterPauseChanged)).
+		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToDeployments), builder.WithPredicates(kit.ClusterChanged(kit.ClusterPaused))).
 		WithOptions(opts).
 		Named("machinedeployment").
 		Complete(r)
 }
-
-// notStatusOnly drops the update events a MachineDeployment's own status
-// writes cause; the cache's periodic resyncs (no change at all) pass.
-var notStatusOnly = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-	o, n := e.ObjectOld, e.ObjectNew
-	return o.GetResourceVersion() == n.GetResourceVersion() ||
-		o.GetGeneration() != n.GetGeneration() ||
-		!reflect.DeepEqual(o.GetLabels(), n.GetLabels()) ||
-		!reflect.DeepEqual(o.GetAnnotations(), n.GetAnnotations()) ||
-		!reflect.DeepEqual(o.GetFinalizers(), n.GetFinalizers()) ||
-		!reflect.DeepEqual(o.GetOwnerReferences(), n.GetOwnerReferences()) ||
-		o.GetDeletionTimestamp().IsZero() != n.GetDeletionTimestamp().IsZero()
-}}
 
 // summarisedMachineConditions are the Machine conditions the
 // MachineDeployment's own conditions are made from.
@@ -117,23 +114,6 @@ func conditionStatus(obj interface{ GetConditions() []metav1.Condition }, t stri
 		return c.Status
 	}
 	return ""
-}
-
-// clusterPauseChanged passes a Cluster's creation and the updates that pause
-// or resume it.
-var clusterPauseChanged = predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		o, ok1 := e.ObjectOld.(*clusterv1.Cluster)
-		n, ok2 := e.ObjectNew.(*clusterv1.Cluster)
-		if !ok1 || !ok2 {
-			return true
-		}
-		po, _ := pause.Check(o, o)
-		pn, _ := pause.Check(n, n)
-		return po != pn
-	},
-	DeleteFunc:  func(event.DeleteEvent) bool { return false },
-	GenericFunc: func(event.GenericEvent) bool { return false },
 }
 
 func machineToDeployment(_ context.Context, obj client.Object) []reconcile.Request {
@@ -183,41 +163,25 @@ func selectorOf(md *clusterv1.MachineDeployment) (labels.Selector, error) {
 
 // Reconcile moves one MachineDeployment a step towards its spec and reports
 // where it stands.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, reterr error) {
-	md := &clusterv1.MachineDeployment{}
-	if err := r.Client.Get(ctx, req.NamespacedName, md); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if r.pacer.Behind(md) {
-		// The cache has not caught up with our own last write.
-		return ctrl.Result{RequeueAfter: patch.StaleRetry}, nil
-	}
-	helper, err := patch.NewHelper(md, r.Client, patch.SoleStatusWriter(), patch.Pace(r.pacer, statusGate))
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	s := &scope{md: md, now: time.Now()}
-	defer func() {
-		if !s.paused {
-			r.summarize(s)
-		}
-		if err := helper.Patch(ctx, md); err != nil && !apierrors.IsNotFound(err) {
-			reterr = kerrors.NewAggregate([]error{reterr, err})
-		}
-		if reterr == nil {
-			res = patch.Sooner(res, helper.Deferred())
-		}
-	}()
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return r.kit.Reconcile(ctx, req)
+}
 
+func (r *Reconciler) scope(ctx context.Context, md *clusterv1.MachineDeployment) (*scope, error) {
+	s := &scope{md: md, now: time.Now()}
 	cluster := &clusterv1.Cluster{}
 	switch err := r.Client.Get(ctx, client.ObjectKey{Namespace: md.Namespace, Name: md.Spec.ClusterName}, cluster); {
 	case apierrors.IsNotFound(err):
 		cluster = nil
 	case err != nil:
-		return ctrl.Result{}, err
+		return nil, err
 	}
 	s.cluster = cluster
+	return s, nil
+}
 
+func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
+	md, cluster := s.md, s.cluster
 	if s.paused = pause.Reconcile(cluster, md); s.paused {
 		return ctrl.Result{}, nil
 	}

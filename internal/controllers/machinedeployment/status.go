@@ -58,6 +58,9 @@ func sum(s *scope) counts {
 // summarize writes what the reconcile learned into the status: counters,
 // selector, phase and conditions.
 func (r *Reconciler) summarize(s *scope) {
+	if s.paused {
+		return
+	}
 	md := s.md
 	md.Status.ObservedGeneration = md.Generation
 	if sel, err := selectorOf(md); err == nil && !sel.Empty() {

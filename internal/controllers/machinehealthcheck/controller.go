@@ -8,7 +8,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -16,15 +15,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
-	"capstan.dev/capstan/internal/patch"
+	"capstan.dev/capstan/internal/kit"
 	"capstan.dev/capstan/internal/pause"
-	"capstan.dev/capstan/internal/phase"
 	"capstan.dev/capstan/internal/plan"
 	"capstan.dev/capstan/internal/workload"
 )
@@ -51,6 +47,7 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 
 	controller controller.Controller
+	kit        kit.Reconciler[*clusterv1.MachineHealthCheck, *scope]
 }
 
 // SetupWithManager registers the controller, its providerID index, and
@@ -64,11 +61,20 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	}); err != nil {
 		return err
 	}
+	r.kit = kit.Reconciler[*clusterv1.MachineHealthCheck, *scope]{
+		Client:    r.Client,
+		NewObject: func() *clusterv1.MachineHealthCheck { return &clusterv1.MachineHealthCheck{} },
+		Scope:     r.scope,
+		Run:       r.run,
+		Report:    r.summarize,
+	}
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		For(&clusterv1.MachineHealthCheck{}).
 		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.machineToChecks)).
 		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToChecks),
-			builder.WithPredicates(predicate.Funcs{UpdateFunc: clusterChangeMatters})).
+			// Targets are judged only in an initialized Cluster that is not
+			// paused.
+			builder.WithPredicates(kit.ClusterChanged(kit.ClusterPaused, kit.ClusterInfrastructureProvisioned, kit.ClusterControlPlaneInitialized))).
 		WithOptions(opts).
 		Named("machinehealthcheck").
 		Build(r)
@@ -77,21 +83,6 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	}
 	r.controller = c
 	return nil
-}
-
-// clusterChangeMatters lets through the Cluster changes that decide whether
-// health checks may judge: pause and initialization.
-func clusterChangeMatters(e event.UpdateEvent) bool {
-	before, ok1 := e.ObjectOld.(*clusterv1.Cluster)
-	after, ok2 := e.ObjectNew.(*clusterv1.Cluster)
-	if !ok1 || !ok2 {
-		return true
-	}
-	paused := func(c *clusterv1.Cluster) bool {
-		p, _ := pause.Check(c, c)
-		return p
-	}
-	return paused(before) != paused(after) || clusterInitialized(before) != clusterInitialized(after)
 }
 
 func clusterInitialized(c *clusterv1.Cluster) bool {
@@ -160,6 +151,7 @@ type scope struct {
 	mhc     *clusterv1.MachineHealthCheck
 	cluster *clusterv1.Cluster
 	now     time.Time
+	paused  bool
 
 	machines []*clusterv1.Machine // the targets, sorted by name
 	nodes    map[string]*corev1.Node
@@ -173,37 +165,29 @@ type scope struct {
 
 // Reconcile judges one MachineHealthCheck's targets and asks for the
 // unhealthy ones to be remediated.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
-	mhc := &clusterv1.MachineHealthCheck{}
-	if err := r.Client.Get(ctx, req.NamespacedName, mhc); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if !mhc.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil
-	}
-	helper, err := patch.NewHelper(mhc, r.Client)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return r.kit.Reconcile(ctx, req)
+}
+
+func (r *Reconciler) scope(ctx context.Context, mhc *clusterv1.MachineHealthCheck) (*scope, error) {
 	s := &scope{mhc: mhc, now: time.Now()}
 	s.cluster = &clusterv1.Cluster{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: mhc.Namespace, Name: mhc.Spec.ClusterName}, s.cluster); err != nil {
 		if !apierrors.IsNotFound(err) {
-			return ctrl.Result{}, err
+			return nil, err
 		}
 		s.cluster = nil
 	}
-	paused := false
-	defer func() {
-		if !paused {
-			r.summarize(s)
-		}
-		mhc.Status.ObservedGeneration = mhc.Generation
-		if err := helper.Patch(ctx, mhc); err != nil && !apierrors.IsNotFound(err) {
-			reterr = kerrors.NewAggregate([]error{reterr, err})
-		}
-	}()
-	if paused = pause.Reconcile(s.cluster, mhc); paused {
+	return s, nil
+}
+
+func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
+	mhc := s.mhc
+	if !mhc.DeletionTimestamp.IsZero() {
+		// A deleting health check judges nothing and reports nothing.
+		return ctrl.Result{}, nil
+	}
+	if s.paused = pause.Reconcile(s.cluster, mhc); s.paused {
 		return ctrl.Result{}, nil
 	}
 	if s.cluster == nil {
@@ -214,7 +198,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err := controllerutil.SetOwnerReference(s.cluster, mhc, r.Client.Scheme()); err != nil {
 		return ctrl.Result{}, err
 	}
-	return phase.Run(ctx, s,
+	return kit.Steps(ctx, s,
 		r.checkRemediationTemplate,
 		r.reconcileTargets,
 		r.reconcileNodes,

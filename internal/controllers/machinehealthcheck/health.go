@@ -450,6 +450,13 @@ func (r *Reconciler) event(regarding, related client.Object, eventType, reason, 
 
 // summarize writes the health check's status from what the reconcile saw.
 func (r *Reconciler) summarize(s *scope) {
+	if !s.mhc.DeletionTimestamp.IsZero() {
+		return
+	}
+	s.mhc.Status.ObservedGeneration = s.mhc.Generation
+	if s.paused {
+		return
+	}
 	st := &s.mhc.Status
 	st.Targets = nil
 	for _, m := range s.machines {

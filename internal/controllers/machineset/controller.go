@@ -2,7 +2,6 @@ package machineset
 
 import (
 	"context"
-	"reflect"
 	"strconv"
 	"time"
 
@@ -11,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -26,9 +24,10 @@ import (
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/contract"
 	"capstan.dev/capstan/internal/index"
+	"capstan.dev/capstan/internal/kit"
+	"capstan.dev/capstan/internal/pace"
 	"capstan.dev/capstan/internal/patch"
 	"capstan.dev/capstan/internal/pause"
-	"capstan.dev/capstan/internal/phase"
 )
 
 // FieldManager is the field manager of every write the controller makes.
@@ -50,13 +49,16 @@ type Reconciler struct {
 	// indexer indexes their kinds as they show up.
 	clones  client.Reader
 	indexer client.FieldIndexer
-	pacer   *patch.Pacer
+	// pacer paces the set's writes, to its own status and to its
+	// Machines' conditions.
+	pacer *pace.Pacer
+	kit   kit.Reconciler[*clusterv1.MachineSet, *scope]
 }
 
 // statusGate: of a MachineSet's status only Paused is waited on (by move);
 // its counters, which the MachineDeployment reads to roll out, may lag by
 // one pacing interval.
-var statusGate = patch.Fields(nil, clusterv1.PausedCondition)
+var statusGate = pace.Fields(nil, clusterv1.PausedCondition)
 
 // SetupWithManager registers the controller. Besides its MachineSets it
 // watches their Machines (and Machines nobody controls that a set might
@@ -65,16 +67,27 @@ var statusGate = patch.Fields(nil, clusterv1.PausedCondition)
 // whether Machines are up to date), and the kinds of the templates sets
 // clone, so that a template created after its set wakes it.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
-	r.pacer = patch.NewPacer(patch.DefaultStatusInterval)
+	r.pacer = pace.NewPacer(pace.DefaultStatusInterval)
+	r.kit = kit.Reconciler[*clusterv1.MachineSet, *scope]{
+		Client:    r.Client,
+		Writer:    r.writer(),
+		NewObject: func() *clusterv1.MachineSet { return &clusterv1.MachineSet{} },
+		Pacer:     r.pacer,
+		Gate:      statusGate,
+		Options:   []patch.Option{patch.SoleStatusWriter()},
+		Scope:     r.scope,
+		Run:       r.run,
+		Report:    r.updateStatus,
+	}
 	r.clones, r.indexer = mgr.GetCache(), mgr.GetFieldIndexer()
 	if err := index.ByClusterName(ctx, r.indexer, &clusterv1.Machine{}, &clusterv1.MachineSet{}); err != nil {
 		return err
 	}
 	c, err := ctrl.NewControllerManagedBy(mgr).
-		For(&clusterv1.MachineSet{}, builder.WithPredicates(notOnlyStatus{})).
+		For(&clusterv1.MachineSet{}, builder.WithPredicates(kit.NotStatusOnly)).
 		Owns(&clusterv1.Machine{}).
 		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(r.orphanToMachineSets)).
-		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToMachineSets), builder.WithPredicates(clusterPauseChanged{})).
+		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToMachineSets), builder.WithPredicates(kit.ClusterChanged(kit.ClusterPaused))).
 		Watches(&clusterv1.MachineDeployment{}, handler.EnqueueRequestsFromMapFunc(r.deploymentToMachineSets),
 			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		WithOptions(opts).
@@ -94,41 +107,6 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		}},
 	}
 	return nil
-}
-
-// notOnlyStatus drops updates of a MachineSet that changed nothing but its
-// status, which this controller writes itself.
-type notOnlyStatus struct{ predicate.Funcs }
-
-func (notOnlyStatus) Update(e event.UpdateEvent) bool {
-	o, n := e.ObjectOld, e.ObjectNew
-	if o == nil || n == nil {
-		return true
-	}
-	return o.GetGeneration() != n.GetGeneration() ||
-		!reflect.DeepEqual(o.GetLabels(), n.GetLabels()) ||
-		!reflect.DeepEqual(o.GetAnnotations(), n.GetAnnotations()) ||
-		!reflect.DeepEqual(o.GetFinalizers(), n.GetFinalizers()) ||
-		!reflect.DeepEqual(o.GetOwnerReferences(), n.GetOwnerReferences()) ||
-		!o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp())
-}
-
-// clusterPauseChanged passes new Clusters (sets may wait for theirs) and
-// Clusters whose pausing changed.
-type clusterPauseChanged struct{ predicate.Funcs }
-
-func (clusterPauseChanged) Create(event.CreateEvent) bool   { return true }
-func (clusterPauseChanged) Delete(event.DeleteEvent) bool   { return false }
-func (clusterPauseChanged) Generic(event.GenericEvent) bool { return false }
-func (clusterPauseChanged) Update(e event.UpdateEvent) bool {
-	o, ok1 := e.ObjectOld.(*clusterv1.Cluster)
-	n, ok2 := e.ObjectNew.(*clusterv1.Cluster)
-	if !ok1 || !ok2 {
-		return false
-	}
-	wasPaused, _ := pause.Check(o, o)
-	isPaused, _ := pause.Check(n, n)
-	return wasPaused != isPaused
 }
 
 func (r *Reconciler) machineSetsIn(ctx context.Context, opts ...client.ListOption) []clusterv1.MachineSet {
@@ -217,40 +195,25 @@ type scope struct {
 }
 
 // Reconcile brings one MachineSet's Machines and status up to date.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, reterr error) {
-	ms := &clusterv1.MachineSet{}
-	if err := r.Client.Get(ctx, req.NamespacedName, ms); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if r.pacer.Behind(ms) {
-		// The cache has not caught up with our own last write.
-		return ctrl.Result{RequeueAfter: patch.StaleRetry}, nil
-	}
-	helper, err := patch.NewHelper(ms, r.writer(), patch.SoleStatusWriter(), patch.Pace(r.pacer, statusGate))
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	s := &scope{ms: ms, now: time.Now()}
-	defer func() {
-		if !s.paused {
-			r.updateStatus(s)
-		}
-		if err := helper.Patch(ctx, ms); err != nil && !apierrors.IsNotFound(err) {
-			reterr = kerrors.NewAggregate([]error{reterr, err})
-		}
-		if reterr == nil {
-			res = patch.Sooner(res, helper.Deferred())
-		}
-	}()
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return r.kit.Reconcile(ctx, req)
+}
 
+func (r *Reconciler) scope(ctx context.Context, ms *clusterv1.MachineSet) (*scope, error) {
+	s := &scope{ms: ms, now: time.Now()}
 	cluster := &clusterv1.Cluster{}
 	switch err := r.Client.Get(ctx, client.ObjectKey{Namespace: ms.Namespace, Name: ms.Spec.ClusterName}, cluster); {
 	case apierrors.IsNotFound(err):
 		cluster, s.clusterMissing = nil, true
 	case err != nil:
-		return ctrl.Result{}, err
+		return nil, err
 	}
 	s.cluster = cluster
+	return s, nil
+}
+
+func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
+	ms, cluster := s.ms, s.cluster
 	if s.paused = pause.Reconcile(cluster, ms); s.paused {
 		return ctrl.Result{}, nil
 	}
@@ -264,7 +227,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 	ensureMetadata(s)
 
-	return phase.Run(ctx, s,
+	return kit.Steps(ctx, s,
 		r.readDeployment,
 		r.readMachines,
 		r.reconcileTemplates,

@@ -15,6 +15,9 @@ import (
 // updateStatus turns what the reconcile learned into the set's status: the
 // selector for the scale subresource, replica counters and conditions.
 func (r *Reconciler) updateStatus(s *scope) {
+	if s.paused {
+		return
+	}
 	ms := s.ms
 	if sel, err := metav1.LabelSelectorAsSelector(&ms.Spec.Selector); err == nil && !sel.Empty() {
 		ms.Status.Selector = sel.String()

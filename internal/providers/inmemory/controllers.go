@@ -24,6 +24,8 @@ import (
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	inmemoryv1 "capstan.dev/capstan/api/infrastructure/inmemory/v1beta2"
 	"capstan.dev/capstan/internal/certs"
+	"capstan.dev/capstan/internal/kit"
+	"capstan.dev/capstan/internal/pace"
 	"capstan.dev/capstan/internal/patch"
 )
 
@@ -104,7 +106,15 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Provider, error) 
 		WithOptions(opts).
 		For(&inmemoryv1.InMemoryCluster{}).
 		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(clusterToInMemoryCluster), pausedChanged).
-		Complete(clusters)
+		Complete(&kit.Reconciler[*inmemoryv1.InMemoryCluster, *clusterScope]{
+			Client:    mgr.GetClient(),
+			NewObject: func() *inmemoryv1.InMemoryCluster { return &inmemoryv1.InMemoryCluster{} },
+			Pacer:     pace.NewPacer(pace.DefaultStatusInterval),
+			Gate:      pace.AllButTexts,
+			Options:   []patch.Option{ownedConditions},
+			Scope:     clusters.scope,
+			Run:       clusters.run,
+		})
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +124,17 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Provider, error) 
 		WithOptions(opts).
 		For(&inmemoryv1.InMemoryMachine{}).
 		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(machineToInMemoryMachine)).
-		Complete(machines)
+		Complete(&kit.Reconciler[*inmemoryv1.InMemoryMachine, *machineScope]{
+			Client:    mgr.GetClient(),
+			NewObject: func() *inmemoryv1.InMemoryMachine { return &inmemoryv1.InMemoryMachine{} },
+			Pacer:     pace.NewPacer(pace.DefaultStatusInterval),
+			Gate:      pace.AllButTexts,
+			Options:   []patch.Option{ownedConditions},
+			Scope:     machines.scope,
+			Run:       machines.run,
+			// Deleted before it booted: nothing ran, only its timer goes.
+			Gone: func(key client.ObjectKey) { machines.bootAt.Delete(key) },
+		})
 	if err != nil {
 		return nil, err
 	}
@@ -161,45 +181,44 @@ func paused(c *clusterv1.Cluster, obj metav1.Object) bool {
 type clusterReconciler struct {
 	client client.Client
 	sim    *simulator
-	// written holds the UIDs whose endpoint and status this provider
-	// wrote (see machineReconciler.written).
-	written sync.Map
 }
 
-func (r *clusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	imc := &inmemoryv1.InMemoryCluster{}
-	if err := r.client.Get(ctx, req.NamespacedName, imc); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
+// clusterScope is what one reconcile of an InMemoryCluster knows.
+type clusterScope struct {
+	imc *inmemoryv1.InMemoryCluster
+	key types.NamespacedName // of the owning Cluster
+	// cluster is nil once the Cluster is gone.
+	cluster *clusterv1.Cluster
+}
+
+func (r *clusterReconciler) scope(ctx context.Context, imc *inmemoryv1.InMemoryCluster) (*clusterScope, error) {
 	clusterName := ownerName(imc, "Cluster")
 	if clusterName == "" {
-		return ctrl.Result{}, nil // the Cluster controller sets the owner, which brings us back
+		return nil, kit.NotYet(0) // the Cluster controller sets the owner, which brings us back
 	}
-	key := types.NamespacedName{Namespace: imc.Namespace, Name: clusterName}
-	helper, err := patch.NewHelper(imc, r.client, ownedConditions)
-	if err != nil {
-		return ctrl.Result{}, err
+	s := &clusterScope{imc: imc, key: types.NamespacedName{Namespace: imc.Namespace, Name: clusterName}, cluster: &clusterv1.Cluster{}}
+	if err := r.client.Get(ctx, s.key, s.cluster); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+		s.cluster = nil
 	}
+	return s, nil
+}
+
+func (r *clusterReconciler) run(_ context.Context, s *clusterScope) (ctrl.Result, error) {
+	imc := s.imc
 	if !imc.DeletionTimestamp.IsZero() {
-		r.sim.remove(key)
-		r.written.Delete(imc.UID)
+		r.sim.remove(s.key)
 		controllerutil.RemoveFinalizer(imc, inmemoryv1.InMemoryClusterFinalizer)
-		return ctrl.Result{}, helper.Patch(ctx, imc)
-	}
-	cluster := &clusterv1.Cluster{}
-	if err := r.client.Get(ctx, key, cluster); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if paused(cluster, imc) {
 		return ctrl.Result{}, nil
 	}
-	sc, err := r.sim.cluster(key, imc.Spec.ControlPlaneEndpoint.Port)
+	if s.cluster == nil || paused(s.cluster, imc) {
+		return ctrl.Result{}, nil
+	}
+	sc, err := r.sim.cluster(s.key, imc.Spec.ControlPlaneEndpoint.Port)
 	if err != nil {
 		return ctrl.Result{}, err
-	}
-	if _, done := r.written.Load(imc.UID); done && !ptr.Deref(imc.Status.Initialization.Provisioned, false) {
-		// The cache has not caught up with what this provider wrote.
-		return ctrl.Result{}, nil
 	}
 	controllerutil.AddFinalizer(imc, inmemoryv1.InMemoryClusterFinalizer)
 	if imc.Spec.ControlPlaneEndpoint.Port == 0 {
@@ -211,10 +230,6 @@ func (r *clusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		ObservedGeneration: imc.Generation,
 		Message:            fmt.Sprintf("the simulated API server listens on %s:%d", r.sim.host, sc.port()),
 	})
-	if err := helper.Patch(ctx, imc); err != nil {
-		return ctrl.Result{}, err
-	}
-	r.written.Store(imc.UID, true)
 	return ctrl.Result{}, nil
 }
 
@@ -227,32 +242,28 @@ type machineReconciler struct {
 	// bootAt is when each machine (by name) finishes booting; it lives as
 	// long as the process, like the simulated machines themselves.
 	bootAt sync.Map
-	// written holds the UIDs whose boot this provider wrote, so that a
-	// reconcile from a cache that has not seen the write yet does not
-	// repeat it.
-	written sync.Map
 }
 
-func (r *machineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	imm := &inmemoryv1.InMemoryMachine{}
-	if err := r.client.Get(ctx, req.NamespacedName, imm); err != nil {
-		if apierrors.IsNotFound(err) {
-			// Deleted before it booted: nothing ran, only its timer goes.
-			r.bootAt.Delete(req.NamespacedName)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	helper, err := patch.NewHelper(imm, r.client, ownedConditions)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	machineName := ownerName(imm, "Machine")
-	machine := &clusterv1.Machine{}
-	if machineName != "" {
-		if err := r.client.Get(ctx, types.NamespacedName{Namespace: imm.Namespace, Name: machineName}, machine); err != nil && !apierrors.IsNotFound(err) {
-			return ctrl.Result{}, err
+// machineScope is what one reconcile of an InMemoryMachine knows.
+type machineScope struct {
+	imm *inmemoryv1.InMemoryMachine
+	// machine is the owning Machine, empty until it exists.
+	machine *clusterv1.Machine
+}
+
+func (r *machineReconciler) scope(ctx context.Context, imm *inmemoryv1.InMemoryMachine) (*machineScope, error) {
+	s := &machineScope{imm: imm, machine: &clusterv1.Machine{}}
+	if name := ownerName(imm, "Machine"); name != "" {
+		if err := r.client.Get(ctx, types.NamespacedName{Namespace: imm.Namespace, Name: name}, s.machine); err != nil && !apierrors.IsNotFound(err) {
+			return nil, err
 		}
 	}
+	return s, nil
+}
+
+func (r *machineReconciler) run(ctx context.Context, s *machineScope) (ctrl.Result, error) {
+	imm, machine := s.imm, s.machine
+	name := client.ObjectKeyFromObject(imm)
 	if !imm.DeletionTimestamp.IsZero() {
 		clusterName := imm.Labels[clusterv1.ClusterNameLabel]
 		if clusterName == "" {
@@ -261,10 +272,9 @@ func (r *machineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		if sc := r.sim.get(types.NamespacedName{Namespace: imm.Namespace, Name: clusterName}); sc != nil {
 			sc.shutdown(nodeName(imm, machine))
 		}
-		r.bootAt.Delete(req.NamespacedName)
-		r.written.Delete(imm.UID)
+		r.bootAt.Delete(name)
 		controllerutil.RemoveFinalizer(imm, inmemoryv1.InMemoryMachineFinalizer)
-		return ctrl.Result{}, helper.Patch(ctx, imm)
+		return ctrl.Result{}, nil
 	}
 	if machine.Name == "" {
 		return ctrl.Result{}, nil // the Machine controller sets the owner, which brings us back
@@ -288,13 +298,8 @@ func (r *machineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
 	delays := r.delays(ctx, cluster, imm)
-	if _, done := r.written.Load(imm.UID); done && !ptr.Deref(imm.Status.Initialization.Provisioned, false) {
-		// The cache has not caught up with the boot this provider wrote;
-		// writing it again would change nothing. Its event brings us back.
-		return ctrl.Result{}, nil
-	}
 	if !ptr.Deref(imm.Status.Initialization.Provisioned, false) {
-		at, _ := r.bootAt.LoadOrStore(req.NamespacedName, time.Now().Add(delays.machineDelay()))
+		at, _ := r.bootAt.LoadOrStore(name, time.Now().Add(delays.machineDelay()))
 		if wait := time.Until(at.(time.Time)); wait > 0 {
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
@@ -314,10 +319,8 @@ func (r *machineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 			ObservedGeneration: imm.Generation, Message: "the simulated machine booted",
 		})
 	}
-	if err := helper.Patch(ctx, imm); err != nil {
-		return ctrl.Result{}, err
-	}
-	r.written.Store(imm.UID, true)
+	// Booting is idempotent: a boot whose write fails is booted again when
+	// the write is retried.
 	_, controlPlane := machine.Labels[clusterv1.MachineControlPlaneLabel]
 	sc.boot(machineSpec{
 		nodeName: nodeName(imm, machine), providerID: imm.Spec.ProviderID, version: machine.Spec.Version,

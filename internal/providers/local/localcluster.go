@@ -25,7 +25,6 @@ import (
 	localv1 "capstan.dev/capstan/api/infrastructure/local/v1beta2"
 	"capstan.dev/capstan/internal/conditions"
 	"capstan.dev/capstan/internal/lockfile"
-	"capstan.dev/capstan/internal/patch"
 	"capstan.dev/capstan/internal/pause"
 	"capstan.dev/capstan/internal/providers/local/machinedir"
 )
@@ -51,43 +50,49 @@ type clusterReconciler struct {
 	starts map[types.NamespacedName]start
 }
 
-func (r *clusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	lc := &localv1.LocalCluster{}
-	if err := r.client.Get(ctx, req.NamespacedName, lc); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	helper, err := patch.NewHelper(lc, r.client, ownedConditions)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	clusterName := ownerName(lc, clusterv1.ClusterKind)
-	var cluster *clusterv1.Cluster
-	if clusterName != "" {
+// clusterScope is what one reconcile of a LocalCluster knows.
+type clusterScope struct {
+	lc *localv1.LocalCluster
+	// clusterName is the owning Cluster's name, from the owner reference;
+	// cluster is nil until that Cluster exists.
+	clusterName string
+	cluster     *clusterv1.Cluster
+}
+
+func (r *clusterReconciler) scope(ctx context.Context, lc *localv1.LocalCluster) (*clusterScope, error) {
+	s := &clusterScope{lc: lc, clusterName: ownerName(lc, clusterv1.ClusterKind)}
+	if s.clusterName != "" {
 		c := &clusterv1.Cluster{}
-		switch err := r.client.Get(ctx, types.NamespacedName{Namespace: lc.Namespace, Name: clusterName}, c); {
+		switch err := r.client.Get(ctx, types.NamespacedName{Namespace: lc.Namespace, Name: s.clusterName}, c); {
 		case err == nil:
-			cluster = c
+			s.cluster = c
 		case !apierrors.IsNotFound(err):
-			return ctrl.Result{}, err
+			return nil, err
 		}
 	}
-	if pause.Reconcile(cluster, lc) {
-		return ctrl.Result{}, helper.Patch(ctx, lc)
+	return s, nil
+}
+
+func (r *clusterReconciler) run(ctx context.Context, s *clusterScope) (ctrl.Result, error) {
+	lc := s.lc
+	if pause.Reconcile(s.cluster, lc) {
+		return ctrl.Result{}, nil
 	}
 	if !lc.DeletionTimestamp.IsZero() {
-		return r.reconcileDelete(ctx, lc, helper, clusterName)
+		return r.reconcileDelete(ctx, lc, s.clusterName)
 	}
-	if cluster == nil {
+	if s.cluster == nil {
 		msg := "waiting for the Cluster that references this LocalCluster to own it"
-		if clusterName != "" {
-			msg = fmt.Sprintf("Cluster %s does not exist", clusterName)
+		if s.clusterName != "" {
+			msg = fmt.Sprintf("Cluster %s does not exist", s.clusterName)
 		}
 		setNotReady(lc, localv1.WaitingForClusterReason, msg)
-		return ctrl.Result{}, helper.Patch(ctx, lc)
+		return ctrl.Result{}, nil
 	}
 
-	// The finalizer and the chosen endpoint are written before anything
-	// exists on disk: a process must never outlive the record of it.
+	// The finalizer and the chosen endpoint are written (by the kit, as
+	// this reconcile ends) before anything exists on disk: a process must
+	// never outlive the record of it.
 	if !controllerutil.ContainsFinalizer(lc, localv1.LocalClusterFinalizer) || lc.Spec.ControlPlaneEndpoint.Port == 0 {
 		controllerutil.AddFinalizer(lc, localv1.LocalClusterFinalizer)
 		if lc.Spec.ControlPlaneEndpoint.Port == 0 {
@@ -101,22 +106,17 @@ func (r *clusterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 			lc.Spec.ControlPlaneEndpoint.Port = port
 		}
 		// The update wakes this controller again.
-		return ctrl.Result{}, helper.Patch(ctx, lc)
+		return ctrl.Result{}, nil
 	}
 	if h := lc.Spec.ControlPlaneEndpoint.Host; h != "127.0.0.1" && h != "localhost" {
 		setNotReady(lc, "InvalidEndpoint", fmt.Sprintf("spec.controlPlaneEndpoint.host is %q, but the load balancer listens on 127.0.0.1 only: set host to 127.0.0.1 (or leave the endpoint empty) in a new LocalCluster", h))
-		return ctrl.Result{}, helper.Patch(ctx, lc)
+		return ctrl.Result{}, nil
 	}
-
-	res, err := r.reconcileLoadBalancer(ctx, lc, clusterName)
 	lc.Status.FailureDomains = nil
 	if len(lc.Spec.FailureDomains) > 0 {
 		lc.Status.FailureDomains = append([]clusterv1.FailureDomain(nil), lc.Spec.FailureDomains...)
 	}
-	if perr := helper.Patch(ctx, lc); perr != nil {
-		return ctrl.Result{}, errors.Join(err, perr)
-	}
-	return res, err
+	return r.reconcileLoadBalancer(ctx, lc, s.clusterName)
 }
 
 func (r *clusterReconciler) reconcileLoadBalancer(ctx context.Context, lc *localv1.LocalCluster, clusterName string) (ctrl.Result, error) {
@@ -198,7 +198,7 @@ func (r *clusterReconciler) reconcileLoadBalancer(ctx context.Context, lc *local
 	return ctrl.Result{}, nil
 }
 
-func (r *clusterReconciler) reconcileDelete(ctx context.Context, lc *localv1.LocalCluster, helper *patch.Helper, clusterName string) (ctrl.Result, error) {
+func (r *clusterReconciler) reconcileDelete(ctx context.Context, lc *localv1.LocalCluster, clusterName string) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(lc, localv1.LocalClusterFinalizer) {
 		return ctrl.Result{}, nil
 	}
@@ -216,7 +216,7 @@ func (r *clusterReconciler) reconcileDelete(ctx context.Context, lc *localv1.Loc
 		if !done {
 			conditions.Set(lc, metav1.Condition{Type: localv1.ReadyCondition, Status: metav1.ConditionFalse, Reason: localv1.DeletingReason, Message: "stopping the load balancer"})
 			lc.Status.LoadBalancer.Running = false
-			return ctrl.Result{RequeueAfter: stoppingRecheck}, helper.Patch(ctx, lc)
+			return ctrl.Result{RequeueAfter: stoppingRecheck}, nil
 		}
 		if err := os.RemoveAll(dir); err != nil {
 			return ctrl.Result{}, fmt.Errorf("removing %s: %w", dir, err)
@@ -228,13 +228,9 @@ func (r *clusterReconciler) reconcileDelete(ctx context.Context, lc *localv1.Loc
 	r.mu.Lock()
 	delete(r.starts, client.ObjectKeyFromObject(lc))
 	r.mu.Unlock()
-	// Only the finalizer changes: the object goes once it is written.
-	fresh, err := patch.NewHelper(lc, r.client)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
+	// The object goes once the kit writes this.
 	controllerutil.RemoveFinalizer(lc, localv1.LocalClusterFinalizer)
-	return ctrl.Result{}, fresh.Patch(ctx, lc)
+	return ctrl.Result{}, nil
 }
 
 // stopAll stops the cluster's load balancer and, should any still run,

@@ -23,7 +23,6 @@ import (
 	localv1 "capstan.dev/capstan/api/infrastructure/local/v1beta2"
 	"capstan.dev/capstan/internal/conditions"
 	"capstan.dev/capstan/internal/lockfile"
-	"capstan.dev/capstan/internal/patch"
 	"capstan.dev/capstan/internal/pause"
 	"capstan.dev/capstan/internal/providers/local/machinedir"
 )
@@ -59,82 +58,99 @@ func (r *machineReconciler) clusterObjectToLocalMachines(ctx context.Context, ob
 	return reqs
 }
 
-func (r *machineReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	lm := &localv1.LocalMachine{}
-	if err := r.client.Get(ctx, req.NamespacedName, lm); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	helper, err := patch.NewHelper(lm, r.client, ownedConditions)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	var machine *clusterv1.Machine
+// machineScope is what one reconcile of a LocalMachine knows.
+type machineScope struct {
+	lm *localv1.LocalMachine
+	// machine is the owning Machine, nil until it exists; clusterName is
+	// its Cluster's (or, without a Machine, the cluster-name label's), and
+	// cluster that Cluster, nil until it exists.
+	machine     *clusterv1.Machine
+	clusterName string
+	cluster     *clusterv1.Cluster
+
+	key types.NamespacedName
+	dir string // the machine's directory
+	// startedBefore: the process was started once already; a local machine
+	// is never started twice.
+	startedBefore bool
+}
+
+func (r *machineReconciler) scope(ctx context.Context, lm *localv1.LocalMachine) (*machineScope, error) {
+	s := &machineScope{lm: lm, key: client.ObjectKeyFromObject(lm), clusterName: lm.Labels[clusterv1.ClusterNameLabel]}
 	if name := ownerName(lm, clusterv1.MachineKind); name != "" {
 		m := &clusterv1.Machine{}
 		switch err := r.client.Get(ctx, types.NamespacedName{Namespace: lm.Namespace, Name: name}, m); {
 		case err == nil:
-			machine = m
+			s.machine, s.clusterName = m, m.Spec.ClusterName
 		case !apierrors.IsNotFound(err):
-			return ctrl.Result{}, err
+			return nil, err
 		}
 	}
-	clusterName := lm.Labels[clusterv1.ClusterNameLabel]
-	if machine != nil {
-		clusterName = machine.Spec.ClusterName
-	}
-	var cluster *clusterv1.Cluster
-	if clusterName != "" {
+	if s.clusterName != "" {
 		c := &clusterv1.Cluster{}
-		switch err := r.client.Get(ctx, types.NamespacedName{Namespace: lm.Namespace, Name: clusterName}, c); {
+		switch err := r.client.Get(ctx, types.NamespacedName{Namespace: lm.Namespace, Name: s.clusterName}, c); {
 		case err == nil:
-			cluster = c
+			s.cluster = c
 		case !apierrors.IsNotFound(err):
-			return ctrl.Result{}, err
+			return nil, err
 		}
 	}
-	if pause.Reconcile(cluster, lm) {
-		return ctrl.Result{}, helper.Patch(ctx, lm)
-	}
-	if !lm.DeletionTimestamp.IsZero() {
-		return r.reconcileDelete(ctx, lm, helper, clusterName)
-	}
-	res, err := r.reconcileNormal(ctx, lm, helper, machine, cluster)
-	if perr := helper.Patch(ctx, lm); perr != nil {
-		return ctrl.Result{}, errors.Join(err, perr)
-	}
-	return res, err
+	return s, nil
 }
 
-func (r *machineReconciler) reconcileNormal(ctx context.Context, lm *localv1.LocalMachine, helper *patch.Helper, machine *clusterv1.Machine, cluster *clusterv1.Cluster) (ctrl.Result, error) {
-	if machine == nil {
+func (r *machineReconciler) run(ctx context.Context, s *machineScope) (ctrl.Result, error) {
+	lm := s.lm
+	if pause.Reconcile(s.cluster, lm) {
+		return ctrl.Result{}, nil
+	}
+	if !lm.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, lm, s.clusterName)
+	}
+	if s.machine == nil {
 		setNotReady(lm, localv1.WaitingForMachineReason, "waiting for a Machine to own this LocalMachine")
 		return ctrl.Result{}, nil
 	}
-	if cluster == nil {
-		setNotReady(lm, localv1.WaitingForClusterReason, fmt.Sprintf("Cluster %q of Machine %s does not exist", machine.Spec.ClusterName, machine.Name))
+	if s.cluster == nil {
+		setNotReady(lm, localv1.WaitingForClusterReason, fmt.Sprintf("Cluster %q of Machine %s does not exist", s.machine.Spec.ClusterName, s.machine.Name))
 		return ctrl.Result{}, nil
 	}
-	// The finalizer is on record before a process exists.
-	if !controllerutil.ContainsFinalizer(lm, localv1.LocalMachineFinalizer) {
-		controllerutil.AddFinalizer(lm, localv1.LocalMachineFinalizer)
-		return ctrl.Result{}, helper.Patch(ctx, lm)
+	// The finalizer is on record (the kit writes it as this reconcile
+	// ends) before a process exists.
+	if controllerutil.AddFinalizer(lm, localv1.LocalMachineFinalizer) {
+		return ctrl.Result{}, nil
 	}
-	key := client.ObjectKeyFromObject(lm)
-	dir := r.layout.machine(lm.Namespace, cluster.Name, lm.Name)
-	lockPath := filepath.Join(dir, machinedir.LockFile)
-	startedBefore := ptr.Deref(lm.Status.Initialization.Provisioned, false) || exists(filepath.Join(dir, machinedir.LogFile))
-
-	if !startedBefore {
-		if ok, err := r.readyToStart(ctx, lm, machine, cluster); !ok || err != nil {
+	s.dir = r.layout.machine(lm.Namespace, s.cluster.Name, lm.Name)
+	s.startedBefore = ptr.Deref(lm.Status.Initialization.Provisioned, false) || exists(filepath.Join(s.dir, machinedir.LogFile))
+	if !s.startedBefore {
+		if ok, err := r.readyToStart(ctx, lm, s.machine, s.cluster); !ok || err != nil {
 			pending(lm)
 			return ctrl.Result{}, err
 		}
 	}
-	providerID := "local://" + lm.Namespace + "/" + lm.Name
-	if lm.Spec.ProviderID == "" {
-		lm.Spec.ProviderID = providerID
+	place(s)
+	if !s.startedBefore {
+		if res, written, err := r.writeMachineDir(ctx, s); !written || err != nil {
+			return res, err
+		}
 	}
-	failureDomain := machine.Spec.FailureDomain
+	held, requeue, err := r.ensureProcess(ctx, s)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.observe(ctx, s, held, requeue); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// place records where the machine is: its provider ID, failure domain and
+// directory.
+func place(s *machineScope) {
+	lm := s.lm
+	if lm.Spec.ProviderID == "" {
+		lm.Spec.ProviderID = "local://" + lm.Namespace + "/" + lm.Name
+	}
+	failureDomain := s.machine.Spec.FailureDomain
 	if failureDomain == "" {
 		failureDomain = lm.Spec.FailureDomain
 	}
@@ -144,42 +160,51 @@ func (r *machineReconciler) reconcileNormal(ctx context.Context, lm *localv1.Loc
 		lm.Spec.FailureDomain = failureDomain
 	}
 	lm.Status.FailureDomain = failureDomain
-	lm.Status.Process.Dir = dir
+	lm.Status.Process.Dir = s.dir
+}
 
-	if !startedBefore {
-		data, err := r.bootstrapData(ctx, lm, machine)
-		if errors.Is(err, errSecretMissing) {
-			pending(lm)
-			return ctrl.Result{RequeueAfter: secretRecheck}, nil
-		}
-		if data == nil || err != nil {
-			pending(lm)
-			return ctrl.Result{}, err
-		}
-		_, controlPlane := machine.Labels[clusterv1.MachineControlPlaneLabel]
-		cfg := machinedir.Machine{
-			Namespace: lm.Namespace, Cluster: cluster.Name, Machine: machine.Name,
-			Hostname: machine.Name, ProviderID: lm.Spec.ProviderID, Version: machine.Spec.Version,
-			ControlPlane: controlPlane, FailureDomain: failureDomain,
-		}
-		if err := machinedir.WriteMachine(dir, cfg, data); err != nil {
-			return ctrl.Result{}, err
-		}
+// writeMachineDir writes what the machine's first start needs into its
+// directory: its description and bootstrap data. It tells whether it did;
+// when not, lm says what is missing.
+func (r *machineReconciler) writeMachineDir(ctx context.Context, s *machineScope) (ctrl.Result, bool, error) {
+	lm, machine := s.lm, s.machine
+	data, err := r.bootstrapData(ctx, lm, machine)
+	if errors.Is(err, errSecretMissing) {
+		pending(lm)
+		return ctrl.Result{RequeueAfter: secretRecheck}, false, nil
 	}
+	if data == nil || err != nil {
+		pending(lm)
+		return ctrl.Result{}, false, err
+	}
+	_, controlPlane := machine.Labels[clusterv1.MachineControlPlaneLabel]
+	cfg := machinedir.Machine{
+		Namespace: lm.Namespace, Cluster: s.cluster.Name, Machine: machine.Name,
+		Hostname: machine.Name, ProviderID: lm.Spec.ProviderID, Version: machine.Spec.Version,
+		ControlPlane: controlPlane, FailureDomain: lm.Status.FailureDomain,
+	}
+	if err := machinedir.WriteMachine(s.dir, cfg, data); err != nil {
+		return ctrl.Result{}, false, err
+	}
+	return ctrl.Result{}, true, nil
+}
+
+// ensureProcess starts the machine's process the first time, and tells
+// whether it holds its lock now and how soon to look again.
+func (r *machineReconciler) ensureProcess(ctx context.Context, s *machineScope) (bool, time.Duration, error) {
+	lm, key, dir := s.lm, s.key, s.dir
 	if err := r.notify.watchMachine(dir, key); err != nil {
-		return ctrl.Result{}, fmt.Errorf("watching %s: %w", dir, err)
+		return false, 0, fmt.Errorf("watching %s: %w", dir, err)
 	}
-
 	held, err := r.running(key, dir)
 	if err != nil {
-		return ctrl.Result{}, err
+		return false, 0, err
 	}
-	var requeue time.Duration
-	if !held && !startedBefore {
+	if !held && !s.startedBefore {
 		pid, err := startDetached(r.binary, []string{"node", "run", "--dir", dir}, dir, filepath.Join(dir, machinedir.LogFile))
 		if err != nil {
 			setProcess(lm, metav1.ConditionFalse, localv1.StartFailedReason, err.Error())
-			return ctrl.Result{}, err
+			return false, 0, err
 		}
 		ctrl.LoggerFrom(ctx).Info("Started the machine", "pid", pid, "dir", dir)
 		r.mu.Lock()
@@ -192,10 +217,19 @@ func (r *machineReconciler) reconcileNormal(ctx context.Context, lm *localv1.Loc
 	lm.Status.Initialization.Provisioned = ptr.To(true)
 	lm.Status.Addresses = clusterv1.MachineAddresses{
 		{Type: "InternalIP", Address: "127.0.0.1"},
-		{Type: "Hostname", Address: machine.Name},
-		{Type: "InternalDNS", Address: machine.Name},
+		{Type: "Hostname", Address: s.machine.Name},
+		{Type: "InternalDNS", Address: s.machine.Name},
 	}
+	if !held && r.starting(key) {
+		return false, startingRecheck, nil
+	}
+	return held, 0, nil
+}
 
+// observe reports the process and what the machine says of itself.
+func (r *machineReconciler) observe(ctx context.Context, s *machineScope, held bool, starting time.Duration) error {
+	lm, key, dir := s.lm, s.key, s.dir
+	lockPath := filepath.Join(dir, machinedir.LockFile)
 	node, err := machinedir.ReadStatus(dir)
 	if err != nil {
 		// Written atomically, so a bad file is the node's bug; report it
@@ -208,7 +242,7 @@ func (r *machineReconciler) reconcileNormal(ctx context.Context, lm *localv1.Loc
 	case held:
 		pid, err := lockfile.Owner(lockPath)
 		if err != nil {
-			return ctrl.Result{}, err
+			return err
 		}
 		r.notify.watchLock(lockPath, r.notify.machines, key, localMachineStub)
 		r.mu.Lock()
@@ -220,10 +254,9 @@ func (r *machineReconciler) reconcileNormal(ctx context.Context, lm *localv1.Loc
 			p.Phase, p.Message = localv1.LocalMachinePhase(node.Phase), node.Message
 		}
 		setProcess(lm, metav1.ConditionTrue, localv1.ProcessRunningReason, "")
-	case r.starting(key):
+	case starting > 0:
 		p.Phase, p.Message = localv1.LocalMachinePhaseBooting, "the machine's process is starting"
 		setProcess(lm, metav1.ConditionFalse, localv1.ProcessStartingReason, p.Message)
-		requeue = startingRecheck
 	default:
 		last := ""
 		if node != nil && node.Phase != "" {
@@ -251,7 +284,7 @@ func (r *machineReconciler) reconcileNormal(ctx context.Context, lm *localv1.Loc
 	}
 	setBootstrap(lm, node)
 	setMachineReady(lm)
-	return ctrl.Result{RequeueAfter: requeue}, nil
+	return nil
 }
 
 // readyToStart tells whether everything a first start needs is there,
@@ -334,7 +367,7 @@ func (r *machineReconciler) starting(key types.NamespacedName) bool {
 	return ok && time.Since(s.at) < startTimeout && alive(s.pid)
 }
 
-func (r *machineReconciler) reconcileDelete(ctx context.Context, lm *localv1.LocalMachine, helper *patch.Helper, clusterName string) (ctrl.Result, error) {
+func (r *machineReconciler) reconcileDelete(ctx context.Context, lm *localv1.LocalMachine, clusterName string) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(lm, localv1.LocalMachineFinalizer) {
 		return ctrl.Result{}, nil
 	}
@@ -354,7 +387,7 @@ func (r *machineReconciler) reconcileDelete(ctx context.Context, lm *localv1.Loc
 		if !done {
 			lm.Status.Process.Message = "stopping the machine's process"
 			conditions.Set(lm, metav1.Condition{Type: localv1.ReadyCondition, Status: metav1.ConditionFalse, Reason: localv1.DeletingReason, Message: "stopping the machine's process"})
-			return ctrl.Result{RequeueAfter: stoppingRecheck}, helper.Patch(ctx, lm)
+			return ctrl.Result{RequeueAfter: stoppingRecheck}, nil
 		}
 		r.notify.forgetMachine(dir)
 		if err := os.RemoveAll(dir); err != nil {
@@ -365,12 +398,9 @@ func (r *machineReconciler) reconcileDelete(ctx context.Context, lm *localv1.Loc
 	r.mu.Lock()
 	delete(r.starts, client.ObjectKeyFromObject(lm))
 	r.mu.Unlock()
-	fresh, err := patch.NewHelper(lm, r.client)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
+	// The object goes once the kit writes this.
 	controllerutil.RemoveFinalizer(lm, localv1.LocalMachineFinalizer)
-	return ctrl.Result{}, fresh.Patch(ctx, lm)
+	return ctrl.Result{}, nil
 }
 
 // pending says on lm's process status why it has not been started yet.

@@ -19,6 +19,7 @@ import (
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	localv1 "capstan.dev/capstan/api/infrastructure/local/v1beta2"
+	"capstan.dev/capstan/internal/kit"
 	"capstan.dev/capstan/internal/patch"
 )
 
@@ -87,7 +88,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		For(&localv1.LocalCluster{}).
 		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(clusterToLocalCluster)).
 		WatchesRawSource(source.Channel(n.clusters, &handler.EnqueueRequestForObject{})).
-		Complete(clusters)
+		Complete(&kit.Reconciler[*localv1.LocalCluster, *clusterScope]{
+			Client:    mgr.GetClient(),
+			NewObject: func() *localv1.LocalCluster { return &localv1.LocalCluster{} },
+			Options:   []patch.Option{ownedConditions},
+			Scope:     clusters.scope,
+			Run:       clusters.run,
+		})
 	if err != nil {
 		return err
 	}
@@ -104,7 +111,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Watches(&localv1.LocalCluster{}, toMachines).
 		Watches(&clusterv1.Cluster{}, toMachines).
 		WatchesRawSource(source.Channel(n.machines, &handler.EnqueueRequestForObject{})).
-		Complete(machines)
+		Complete(&kit.Reconciler[*localv1.LocalMachine, *machineScope]{
+			Client:    mgr.GetClient(),
+			NewObject: func() *localv1.LocalMachine { return &localv1.LocalMachine{} },
+			Options:   []patch.Option{ownedConditions},
+			Scope:     machines.scope,
+			Run:       machines.run,
+		})
 }
 
 func isLocalRef(ref clusterv1.ContractVersionedObjectReference, kind string) bool {

@@ -1,4 +1,4 @@
-package patch
+package pace
 
 import (
 	"reflect"
@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // DefaultStatusInterval is how long a controller holds back a status change
@@ -133,23 +132,12 @@ func conditionStatuses(status map[string]any, include func(string) bool) map[str
 	return out
 }
 
-// Pace makes the Helper consult p: it writes nothing from a copy older than
-// the controller's own last write, and holds back a status change that
-// leaves gate's pick unchanged until p's interval has passed since the last
-// status write. Deferred tells the reconcile when to come back.
-func Pace(p *Pacer, gate Gate) Option {
-	return func(h *Helper) {
-		h.pacer = p
-		h.gate = gate
-	}
-}
-
 // Behind tells whether obj, as just read from the cache, predates this
 // controller's own last write to it. A reconcile should then act on nothing
 // (what it would decide from the old copy, it has already done) and wait
 // for the watch event of its write, which is on its way; p may be nil.
 func (p *Pacer) Behind(obj client.Object) bool {
-	return p != nil && p.stale(obj.GetUID(), obj.GetResourceVersion())
+	return p != nil && p.Stale(obj.GetUID(), obj.GetResourceVersion())
 }
 
 // Wrote records a write the controller made to obj without a Helper (a
@@ -158,13 +146,13 @@ func (p *Pacer) Behind(obj client.Object) bool {
 // it, from which the controller would write the same again.
 func (p *Pacer) Wrote(obj client.Object) {
 	if obj.GetResourceVersion() != "" {
-		p.record(obj.GetUID(), nil, obj.GetResourceVersion(), false)
+		p.Record(obj.GetUID(), nil, obj.GetResourceVersion(), false)
 	}
 }
 
-// stale tells whether a copy of object uid read at resourceVersion rv
+// Stale tells whether a copy of object uid read at resourceVersion rv
 // predates this controller's last write to it.
-func (p *Pacer) stale(uid types.UID, rv string) bool {
+func (p *Pacer) Stale(uid types.UID, rv string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	w, ok := p.writes[uid]
@@ -185,14 +173,14 @@ func (p *Pacer) stale(uid types.UID, rv string) bool {
 	return false
 }
 
-// holdFor tells how long a reporting-only status change of uid must wait;
+// HoldFor tells how long a reporting-only status change of uid must wait;
 // zero means it may go out now. Unless FirstAtOnce, an object whose status
 // the Pacer has no memory of writing (new, or written before the manager
 // started) counts as written just now: a new object's first reconciles come
 // in a burst, as its creator, its references and its providers react to it
 // within a second, and its first status would otherwise be rewritten
 // moments later.
-func (p *Pacer) holdFor(uid types.UID) time.Duration {
+func (p *Pacer) HoldFor(uid types.UID) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	w := p.writes[uid]
@@ -210,9 +198,9 @@ func (p *Pacer) holdFor(uid types.UID) time.Duration {
 	return 0
 }
 
-// record notes that a Patch of uid moved it past the resourceVersions
+// Record notes that a write of uid moved it past the resourceVersions
 // passed.
-func (p *Pacer) record(uid types.UID, passed []string, to string, status bool) {
+func (p *Pacer) Record(uid types.UID, passed []string, to string, status bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.now()
@@ -232,7 +220,8 @@ func (p *Pacer) record(uid types.UID, passed []string, to string, status bool) {
 	}
 }
 
-func gateChanged(gate Gate, before, after any) bool {
+// Changed tells whether gate's pick differs between two statuses.
+func Changed(gate Gate, before, after any) bool {
 	b, _ := before.(map[string]any)
 	a, _ := after.(map[string]any)
 	return !reflect.DeepEqual(prune(gate(b)), prune(gate(a)))
@@ -273,14 +262,4 @@ func prune(v any) any {
 		}
 	}
 	return v
-}
-
-// Sooner is res with its RequeueAfter brought forward to after when after
-// is sooner (or res had none): how a reconcile that deferred a write makes
-// sure it comes back.
-func Sooner(res reconcile.Result, after time.Duration) reconcile.Result {
-	if after > 0 && (res.RequeueAfter == 0 || after < res.RequeueAfter) {
-		res.RequeueAfter = after
-	}
-	return res
 }

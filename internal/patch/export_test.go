@@ -1,4 +1,0 @@
-package patch
-
-// GateChanged exposes gateChanged to the external tests.
-var GateChanged = gateChanged
