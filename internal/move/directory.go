@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	"capstan.dev/capstan/internal/atomicfile"
 )
 
 // ToDirectory moves the clusters of source into dir, one YAML file per
@@ -65,11 +67,7 @@ func (t *dirTarget) put(_ context.Context, src *unstructured.Unstructured, batch
 	}
 	name := filepath.Join(t.dir, fmt.Sprintf("%03d_%s.yaml", batch, fileID(k)))
 	// Written whole or not at all: a file read back is always complete.
-	tmp := name + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return false, err
-	}
-	if err := os.Rename(tmp, name); err != nil {
+	if err := atomicfile.WriteFile(name, b, 0o600); err != nil {
 		return false, err
 	}
 	for _, f := range old {

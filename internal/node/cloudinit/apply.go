@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"capstan.dev/capstan/internal/atomicfile"
 )
 
 // Runner runs the commands of a plan. The node agent implements it: it
@@ -254,8 +256,7 @@ func safeParent(root, path string) (string, error) {
 }
 
 func writeFile(st WriteFile) (Outcome, string, error) {
-	dir, err := safeParent(st.Root, st.Path)
-	if err != nil {
+	if _, err := safeParent(st.Root, st.Path); err != nil {
 		return Failed, "", err
 	}
 	var existing []byte
@@ -277,7 +278,7 @@ func writeFile(st WriteFile) (Outcome, string, error) {
 	} else if info != nil && bytes.Equal(existing, content) && fileMode(info) == st.Mode {
 		return AlreadyDone, "", nil
 	}
-	if err := atomicWrite(dir, st.Path, content, st.Mode); err != nil {
+	if err := atomicfile.WriteFile(st.Path, content, st.Mode); err != nil {
 		return Failed, "", err
 	}
 	return Done, "", nil
@@ -285,42 +286,6 @@ func writeFile(st WriteFile) (Outcome, string, error) {
 
 func fileMode(info fs.FileInfo) fs.FileMode {
 	return info.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
-}
-
-func atomicWrite(dir, path string, content []byte, mode fs.FileMode) error {
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	name := tmp.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			tmp.Close()
-			os.Remove(name)
-		}
-	}()
-	if _, err := tmp.Write(content); err != nil {
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(name, path); err != nil {
-		return err
-	}
-	ok = true
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
-	return nil
 }
 
 // journal records the keys of completed steps in a JSON file under the root.
@@ -375,9 +340,8 @@ func (j *journal) mark(s Step) error {
 	if err != nil {
 		return err
 	}
-	dir, err := safeParent(j.root, j.path)
-	if err != nil {
+	if _, err := safeParent(j.root, j.path); err != nil {
 		return err
 	}
-	return atomicWrite(dir, j.path, append(b, '\n'), 0o600)
+	return atomicfile.WriteFile(j.path, append(b, '\n'), 0o600)
 }
