@@ -2,8 +2,10 @@
 // most, as pure functions over plain data: how a MachineDeployment rolls out
 // (PlanRollout), which Machines a MachineSet deletes when it scales down
 // (MachinesToDelete), in what order a Cluster's descendants are deleted
-// (NextClusterDeletionStep), and which Machines a MachineHealthCheck finds
-// unhealthy and whether it may have them remediated (DecideHealth).
+// (NextClusterDeletionStep), which Machines a MachineHealthCheck finds
+// unhealthy and whether it may have them remediated (DecideHealth), and
+// which objects of a Machine its owner must create after a crash between
+// creating the Machine and them (MachineObjects.ObjectsToCreate).
 //
 // Nothing here does I/O, talks to an API server, or reads the clock; time,
 // when it matters, is an input. A reconciler gathers the state, asks for a

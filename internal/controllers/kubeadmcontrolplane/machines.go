@@ -1,6 +1,7 @@
 package kubeadmcontrolplane
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,7 +25,7 @@ import (
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/conditions"
 	"capstan.dev/capstan/internal/contract"
-	"capstan.dev/capstan/internal/patch"
+	"capstan.dev/capstan/internal/machinecreate"
 	"capstan.dev/capstan/internal/plan"
 )
 
@@ -151,24 +152,44 @@ func sameJSON(a, b string) bool {
 // createMachine makes one control-plane Machine, then its KubeadmConfig
 // (kubeadm init for the first Machine, a control-plane join for the others)
 // and its infrastructure cloned from the template, both with the Machine as
-// their controller. The Machine comes first so that the Machine controller
-// finds its objects already owned by it and writes nothing to them.
-//
-// It returns the Machine when it was created, even if one of its objects
-// then failed, and the objects it made. A failed object does not undo the
-// Machine: repairMachines creates what is missing on the next reconcile,
-// exactly as after a crash between the creates, and deleting a
-// control-plane Machine would have to go through the etcd member removal
-// and pre-terminate hooks for nothing.
-func (r *Reconciler) createMachine(ctx context.Context, s *scope, init bool, failureDomain string) (*clusterv1.Machine, []client.Object, error) {
+// their controller.
+func (r *Reconciler) createMachine(ctx context.Context, s *scope) (time.Duration, error) {
+	init, failureDomain := s.action.Kind == plan.ControlPlaneInit, s.action.FailureDomain
+	ctx = ctrl.IntoContext(ctx, ctrl.FromContext(ctx).WithValues("init", init, "failureDomain", failureDomain))
+	created, err := r.creator().Create(ctx, 1, func() (*clusterv1.Machine, error) { return newMachine(s, failureDomain) }, r.makers(s, init))
+	var related client.Object
+	for _, m := range created.Machines {
+		// The remediation's record went onto the new Machine.
+		delete(s.kcp.Annotations, controlplanev1.RemediationInProgressAnnotation)
+		r.event(s.kcp, m, "Normal", "SuccessfulCreate", "Create", "Created Machine %s: %s", m.Name, s.action.Reason)
+		s.machines = append(s.machines, &machineState{machine: m})
+		related = m
+	}
+	// A failed object does not undo the Machine: the repair creates what is
+	// missing on the next reconcile, and deleting a control-plane Machine
+	// would have to go through the etcd member removal and pre-terminate
+	// hooks for nothing.
+	if failed := cmp.Or(created.MachineErr, created.CacheErr, created.ObjectsErr); failed != nil {
+		s.actionErr = failed
+		r.event(s.kcp, related, "Warning", "FailedCreate", "Create", "Failed to create a control-plane Machine: %v", failed)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return unsettledRetry, nil
+}
+
+// newMachine is a new control-plane Machine in failureDomain, but for its
+// references, which the creator sets.
+func newMachine(s *scope, failureDomain string) (*clusterv1.Machine, error) {
 	kcp := s.kcp
 	if s.infraTmpl == nil {
-		return nil, nil, errors.Join(errors.New("the infrastructure template was not read"), s.templateErr)
+		return nil, errors.Join(errors.New("the infrastructure template was not read"), s.templateErr)
 	}
 	name := kcp.Name + "-" + utilrand.String(5)
 	clusterCfg, err := clusterConfigurationAnnotation(kcp)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	annotations := maps.Clone(kcp.Spec.MachineTemplate.ObjectMeta.Annotations)
 	if annotations == nil {
@@ -178,70 +199,66 @@ func (r *Reconciler) createMachine(ctx context.Context, s *scope, init bool, fai
 	annotations[controlplanev1.PreTerminateHookCleanupAnnotation] = ""
 	// A replacement for a remediated Machine carries the remediation's
 	// record, so that its own failure counts as a retry.
-	inProgress, remediating := kcp.Annotations[controlplanev1.RemediationInProgressAnnotation]
-	if remediating {
+	if inProgress, remediating := kcp.Annotations[controlplanev1.RemediationInProgressAnnotation]; remediating {
 		annotations[controlplanev1.RemediationForAnnotation] = inProgress
 	}
 	tmpl := kcp.Spec.MachineTemplate.Spec
-	m := &clusterv1.Machine{
+	return &clusterv1.Machine{
 		ObjectMeta: metav1.ObjectMeta{Namespace: kcp.Namespace, Name: name, Labels: machineLabels(kcp, s.cluster.Name), Annotations: annotations,
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(kcp, controlplanev1.GroupVersion.WithKind("KubeadmControlPlane"))},
 			Finalizers:      []string{clusterv1.MachineFinalizer}},
 		Spec: clusterv1.MachineSpec{
-			ClusterName:       s.cluster.Name,
-			Version:           kcp.Spec.Version,
-			Bootstrap:         clusterv1.Bootstrap{ConfigRef: configRef(name)},
-			InfrastructureRef: contract.ClonedReference(s.infraTmpl, name),
-			FailureDomain:     failureDomain,
-			ReadinessGates:    tmpl.ReadinessGates,
+			ClusterName:    s.cluster.Name,
+			Version:        kcp.Spec.Version,
+			FailureDomain:  failureDomain,
+			ReadinessGates: tmpl.ReadinessGates,
 			Deletion: clusterv1.MachineDeletionSpec{
 				NodeDrainTimeoutSeconds:        tmpl.Deletion.NodeDrainTimeoutSeconds,
 				NodeVolumeDetachTimeoutSeconds: tmpl.Deletion.NodeVolumeDetachTimeoutSeconds,
 				NodeDeletionTimeoutSeconds:     tmpl.Deletion.NodeDeletionTimeoutSeconds,
 			},
 		},
-	}
-	if err := r.writer().Create(ctx, m); err != nil {
-		return nil, nil, fmt.Errorf("creating Machine %s: %w", name, err)
-	}
-	if remediating {
-		delete(kcp.Annotations, controlplanev1.RemediationInProgressAnnotation)
-	}
-	ctrl.FromContext(ctx).Info("Created control-plane Machine", "Machine", name, "init", init, "failureDomain", failureDomain)
-
-	// The objects are created only once the cache shows the Machine: the
-	// controllers that act on a new object (the KubeadmConfig controller,
-	// the infrastructure provider) look up its owning Machine in the same
-	// cache when the object appears, and may not look again.
-	if err := r.waitForCache(ctx, m); err != nil {
-		return m, nil, err
-	}
-	var made []client.Object
-	cfg, err := r.createConfig(ctx, s, m, init)
-	if err != nil {
-		return m, made, err
-	}
-	made = append(made, cfg)
-	infra, err := r.createInfra(ctx, s, m)
-	if err != nil {
-		return m, made, err
-	}
-	return m, append(made, infra), nil
+	}, nil
 }
 
-// configRef is the reference of a control-plane Machine to its
-// KubeadmConfig, which has the Machine's name.
-func configRef(name string) clusterv1.ContractVersionedObjectReference {
-	return clusterv1.ContractVersionedObjectReference{APIGroup: bootstrapv1.GroupVersion.Group, Kind: "KubeadmConfig", Name: name}
+// creator creates the control plane's Machines and their objects, Machines
+// first; the next reconcile must see both, or it would create another
+// Machine or take the objects for missing.
+func (r *Reconciler) creator() *machinecreate.Creator {
+	return &machinecreate.Creator{Writer: r.writer(), FieldManager: FieldManager, Machines: r.Client, Objects: r.Client}
 }
 
-// createConfig creates the KubeadmConfig of Machine m: the control plane's
-// KubeadmConfigSpec reduced to kubeadm init or to a control-plane join. One
-// that already exists counts as created (an earlier attempt made it).
-func (r *Reconciler) createConfig(ctx context.Context, s *scope, m *clusterv1.Machine, init bool) (client.Object, error) {
-	kcp := s.kcp
-	spec := *kcp.Spec.KubeadmConfigSpec.DeepCopy()
-	if init {
+// makers make a control-plane Machine's KubeadmConfig (for kubeadm init
+// when init is set) and clone its infrastructure template.
+func (r *Reconciler) makers(s *scope, init bool) machinecreate.Makers {
+	makers := machinecreate.Makers{Bootstrap: kubeadmConfigs{writer: r.writer(), kcp: s.kcp, clusterName: s.cluster.Name, init: init}}
+	if s.infraTmpl != nil {
+		makers.Infrastructure = machinecreate.TemplateClone{Resolver: r.Resolver, Writer: r.writer(), Template: s.infraTmpl,
+			Labels: machineLabels(s.kcp, s.cluster.Name), Annotations: s.kcp.Spec.MachineTemplate.ObjectMeta.Annotations}
+	}
+	return makers
+}
+
+// kubeadmConfigs makes the KubeadmConfigs of a control plane's Machines:
+// its KubeadmConfigSpec reduced to kubeadm init or to a control-plane join.
+type kubeadmConfigs struct {
+	writer      client.Client
+	kcp         *controlplanev1.KubeadmControlPlane
+	clusterName string
+	init        bool
+}
+
+// Reference names the KubeadmConfig of a control-plane Machine, which has
+// the Machine's name.
+func (k kubeadmConfigs) Reference(machineName string) clusterv1.ContractVersionedObjectReference {
+	return clusterv1.ContractVersionedObjectReference{APIGroup: bootstrapv1.GroupVersion.Group, Kind: "KubeadmConfig", Name: machineName}
+}
+
+// Make creates the KubeadmConfig of Machine m. One that already exists
+// counts as created (an earlier attempt made it).
+func (k kubeadmConfigs) Make(ctx context.Context, m *clusterv1.Machine) (client.Object, error) {
+	spec := *k.kcp.Spec.KubeadmConfigSpec.DeepCopy()
+	if k.init {
 		spec.JoinConfiguration = bootstrapv1.JoinConfiguration{}
 	} else {
 		spec.InitConfiguration = bootstrapv1.InitConfiguration{}
@@ -251,107 +268,47 @@ func (r *Reconciler) createConfig(ctx context.Context, s *scope, m *clusterv1.Ma
 		}
 	}
 	cfg := &bootstrapv1.KubeadmConfig{
-		ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name, Labels: machineLabels(kcp, s.cluster.Name),
-			Annotations: kcp.Spec.MachineTemplate.ObjectMeta.Annotations, OwnerReferences: []metav1.OwnerReference{contract.MachineOwner(m)}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name, Labels: machineLabels(k.kcp, k.clusterName),
+			Annotations: k.kcp.Spec.MachineTemplate.ObjectMeta.Annotations, OwnerReferences: []metav1.OwnerReference{contract.MachineOwner(m)}},
 		Spec: spec,
 	}
-	if err := r.writer().Create(ctx, cfg); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := k.writer.Create(ctx, cfg); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("creating KubeadmConfig %s for Machine %s: %w", m.Name, m.Name, err)
 	}
 	return cfg, nil
 }
 
-// createInfra clones the infrastructure template for Machine m (one that
-// already exists counts as created: an earlier attempt made it).
-func (r *Reconciler) createInfra(ctx context.Context, s *scope, m *clusterv1.Machine) (client.Object, error) {
-	kcp := s.kcp
-	infra, err := contract.CloneTemplate(ctx, r.Resolver, r.writer(), s.infraTmpl, contract.Clone{
-		Namespace: m.Namespace, Name: m.Name, ClusterName: s.cluster.Name,
-		Labels: machineLabels(kcp, s.cluster.Name), Annotations: kcp.Spec.MachineTemplate.ObjectMeta.Annotations, Owner: contract.MachineOwner(m),
-	})
-	if err != nil {
-		// A nil *Unstructured would make a non-nil client.Object.
-		return nil, err
-	}
-	return infra, nil
-}
-
 // repairMachines creates the KubeadmConfig and infrastructure object of
 // the control plane's Machines that were never created: a manager stopped
 // between creating a Machine and its objects, or a create failed.
-//
-// Only a Machine this controller created (its field manager wrote the
-// reference) that is not being deleted and whose infrastructure was never
-// provisioned gets its objects; a missing object of a provisioned Machine
-// was deleted on purpose or went with a failure, which remediation handles.
-// The KubeadmConfig runs kubeadm init only for a Machine that is the control
-// plane's only one while the control plane was never initialized, which is
-// the one case the planner creates an init Machine in; every other Machine
-// joins.
+// plan.MachineObjects says which objects qualify. The KubeadmConfig runs
+// kubeadm init only for a Machine that is the control plane's only one
+// while the control plane was never initialized, which is the one case the
+// planner creates an init Machine in; every other Machine joins.
 func (r *Reconciler) repairMachines(ctx context.Context, s *scope) error {
-	var errs []error
-	var made []client.Object
-	for _, ms := range s.machines {
-		m := ms.machine
-		if !m.DeletionTimestamp.IsZero() || ptrTrue(m.Status.Initialization.InfrastructureProvisioned) {
-			continue
-		}
-		needConfig := ms.config == nil && m.Spec.Bootstrap.ConfigRef == configRef(m.Name) && ptr.Deref(m.Spec.Bootstrap.DataSecretName, "") == "" &&
-			contract.SetByManager(m, FieldManager, "spec", "bootstrap", "configRef")
-		needInfra := ms.infra == nil && s.infraTmpl != nil && m.Spec.InfrastructureRef == contract.ClonedReference(s.infraTmpl, m.Name) &&
-			contract.SetByManager(m, FieldManager, "spec", "infrastructureRef")
-		if !needConfig && !needInfra {
-			continue
-		}
-		objs, err := r.repairMachine(ctx, s, m, needConfig, needInfra)
-		made = append(made, objs...)
-		if err != nil {
-			errs = append(errs, err)
-			r.event(s.kcp, m, "Warning", "FailedCreate", "Create", "Failed to create the missing objects of Machine %s: %v", m.Name, err)
-		}
+	owned := make([]machinecreate.Owned, len(s.machines))
+	read := make(readObjects, len(s.machines))
+	for i, ms := range s.machines {
+		owned[i] = machinecreate.Owned{Machine: ms.machine}
+		read[ms.machine] = ms
 	}
-	return kerrors.NewAggregate(append(errs, r.waitForCache(ctx, made...)))
+	init := len(s.machines) == 1 && !s.initialized && !ptrTrue(s.kcp.Status.Initialization.ControlPlaneInitialized)
+	repaired, err := r.creator().Repair(ctx, owned, r.makers(s, init), read)
+	for _, f := range repaired.Failed {
+		r.event(s.kcp, f.Machine, "Warning", "FailedCreate", "Create", "Failed to create the missing objects of Machine %s: %v", f.Machine.Name, f.Err)
+	}
+	return err
 }
 
-// repairMachine creates what one Machine misses, after reading the Machine
-// again: the Machine controller deletes a Machine's objects only once the
-// shared cache shows the Machine deleting, so a fresh read tells a deletion
-// in progress from objects never created.
-func (r *Reconciler) repairMachine(ctx context.Context, s *scope, m *clusterv1.Machine, needConfig, needInfra bool) ([]client.Object, error) {
-	fresh := &clusterv1.Machine{}
-	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(m), fresh); err != nil {
-		return nil, client.IgnoreNotFound(err)
-	}
-	if fresh.UID != m.UID || !fresh.DeletionTimestamp.IsZero() || ptrTrue(fresh.Status.Initialization.InfrastructureProvisioned) {
-		return nil, nil
-	}
-	log := ctrl.FromContext(ctx)
-	var made []client.Object
-	if needConfig {
-		init := len(s.machines) == 1 && !s.initialized && !ptrTrue(s.kcp.Status.Initialization.ControlPlaneInitialized)
-		cfg, err := r.createConfig(ctx, s, m, init)
-		if err != nil {
-			return made, err
-		}
-		log.Info("Created the missing KubeadmConfig of a Machine", "Machine", m.Name, "init", init)
-		made = append(made, cfg)
-	}
-	if needInfra {
-		infra, err := r.createInfra(ctx, s, m)
-		if err != nil {
-			return made, err
-		}
-		log.Info("Created the missing infrastructure of a Machine", "Machine", m.Name, "kind", infra.GetObjectKind().GroupVersionKind().Kind)
-		made = append(made, infra)
-	}
-	return made, nil
-}
+// readObjects finds a Machine's objects among those readMachines read.
+type readObjects map[*clusterv1.Machine]*machineState
 
-// waitForCache waits until the cache shows each object, so that the next
-// reconcile neither creates a Machine twice nor takes a Machine's new
-// objects for missing.
-func (r *Reconciler) waitForCache(ctx context.Context, objs ...client.Object) error {
-	return patch.WaitForCache(ctx, r.Client, patch.Created, objs...)
+func (read readObjects) Exists(_ context.Context, m *clusterv1.Machine, slot plan.MachineObjectSlot, _ clusterv1.ContractVersionedObjectReference) (bool, error) {
+	ms := read[m]
+	if slot == plan.BootstrapObject {
+		return ms.config != nil, nil
+	}
+	return ms.infra != nil, nil
 }
 
 // planState turns what was read into the planner's input.
@@ -430,25 +387,7 @@ func (r *Reconciler) scale(ctx context.Context, s *scope) (time.Duration, error)
 			s.actionErr = s.templateErr
 			return 0, nil
 		}
-		m, made, err := r.createMachine(ctx, s, s.action.Kind == plan.ControlPlaneInit, s.action.FailureDomain)
-		if m != nil {
-			r.event(s.kcp, m, "Normal", "SuccessfulCreate", "Create", "Created Machine %s: %s", m.Name, s.action.Reason)
-			s.machines = append(s.machines, &machineState{machine: m})
-		}
-		if err != nil {
-			s.actionErr = err
-			var related client.Object
-			if m != nil {
-				related = m
-			}
-			r.event(s.kcp, related, "Warning", "FailedCreate", "Create", "Failed to create a control-plane Machine: %v", err)
-		}
-		// The next reconcile must see the Machine and its objects, or it
-		// would create another Machine or take the objects for missing.
-		if err := kerrors.NewAggregate([]error{err, r.waitForCache(ctx, made...)}); err != nil {
-			return 0, err
-		}
-		return unsettledRetry, nil
+		return r.createMachine(ctx, s)
 	case plan.ControlPlaneScaleDown:
 		for _, m := range s.machines {
 			if m.machine.Name != s.action.Machine {

@@ -13,12 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/contract"
-	"capstan.dev/capstan/internal/patch"
+	"capstan.dev/capstan/internal/machinecreate"
 )
 
 // reconcileTemplates reads the infrastructure and bootstrap templates the
@@ -116,69 +115,76 @@ func (r *Reconciler) scaleUp(ctx context.Context, s *scope, n int) error {
 		s.notCreated = strings.Join(why, "; ")
 		return nil
 	}
-	var made []*clusterv1.Machine
-	for range n {
-		m, err := r.createMachine(ctx, s)
-		if err != nil {
-			s.scaleUpErr = err
-			r.event(s.ms, nil, "Warning", "FailedCreate", "Create", "Failed to create a Machine: %v", err)
-			break
-		}
-		ctrl.LoggerFrom(ctx).Info("Created Machine", "Machine", m.Name)
-		made = append(made, m)
+	made, err := r.creator().Create(ctx, n, func() (*clusterv1.Machine, error) { return newMachine(s) }, r.makers(s))
+	if made.MachineErr != nil {
+		s.scaleUpErr = made.MachineErr
+		r.event(s.ms, nil, "Warning", "FailedCreate", "Create", "Failed to create a Machine: %v", made.MachineErr)
 	}
 	// One event per scale-up names every Machine it made: an event is an
 	// API write, and one per Machine would be most of a big scale-up's.
-	switch len(made) {
+	switch len(made.Machines) {
 	case 0:
 	case 1:
-		r.event(s.ms, made[0], "Normal", "SuccessfulCreate", "Create", "Created Machine %s", made[0].Name)
+		r.event(s.ms, made.Machines[0], "Normal", "SuccessfulCreate", "Create", "Created Machine %s", made.Machines[0].Name)
 	default:
-		names := make([]string, len(made))
-		for i, m := range made {
+		names := make([]string, len(made.Machines))
+		for i, m := range made.Machines {
 			names[i] = m.Name
 		}
-		r.event(s.ms, nil, "Normal", "SuccessfulCreate", "Create", "Created %d Machines: %s", len(made), strings.Join(names, ", "))
+		r.event(s.ms, nil, "Normal", "SuccessfulCreate", "Create", "Created %d Machines: %s", len(made.Machines), strings.Join(names, ", "))
 	}
-	s.machines = append(s.machines, made...)
-	// The Machines' objects are created only once the cache shows the
-	// Machines: the controllers that act on a new object (the bootstrap and
-	// infrastructure providers) look up its owning Machine in the same cache
-	// when the object appears, and may not look again.
-	errs := []error{patch.WaitForCache(ctx, r.Client, patch.Created, objects(made)...)}
-	var clones []*unstructured.Unstructured
-	if errs[0] == nil {
-		for _, m := range made {
-			objs, err := r.createClones(ctx, s, m)
-			clones = append(clones, objs...)
-			if err != nil {
-				// The Machine stays: repairClones creates what it misses
-				// on the next reconcile, as after a crash between the
-				// creates. Deleting it instead would be a second way to
-				// recover, and one that is not restart-safe either.
-				s.scaleUpErr = err
-				r.event(s.ms, m, "Warning", "FailedCreate", "Create", "Failed to create the objects of Machine %s: %v", m.Name, err)
-				break
-			}
-		}
+	s.machines = append(s.machines, made.Machines...)
+	if made.ObjectsErr != nil {
+		s.scaleUpErr = made.ObjectsErr
+		r.event(s.ms, made.Unfinished, "Warning", "FailedCreate", "Create", "Failed to create the objects of Machine %s: %v", made.Unfinished.Name, made.ObjectsErr)
 	}
-	errs = append(errs, s.scaleUpErr)
+	errs := []error{err}
 	// New Machines learn at once whether they are up to date (a status
 	// can only be written once the object exists).
-	for _, m := range made {
+	for _, m := range made.Machines {
 		if _, err := r.setUpToDate(ctx, s, m); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	// The next reconcile must see the clones too, or it would take a
-	// Machine's objects for missing and try to create them again.
-	return kerrors.NewAggregate(append(errs, patch.WaitForCache(ctx, r.clones, patch.Created, objects(clones)...)))
+	return kerrors.NewAggregate(errs)
 }
 
-// newMachine is the Machine the set creates under name. It carries the
-// Machine finalizer from the start, which saves the Machine controller a
-// write.
-func newMachine(ms *clusterv1.MachineSet, name string) *clusterv1.Machine {
+// creator creates the set's Machines and their objects, Machines first.
+func (r *Reconciler) creator() *machinecreate.Creator {
+	return &machinecreate.Creator{Writer: r.writer(), FieldManager: FieldManager, Machines: r.Client, Objects: r.clones}
+}
+
+// makers clone the set's templates for its Machines. A clone carries what
+// a new Machine of the set carries, so that a Machine's objects look alike
+// whether they were made with it or repaired later.
+func (r *Reconciler) makers(s *scope) machinecreate.Makers {
+	clone := func(tmpl *unstructured.Unstructured) machinecreate.Maker {
+		return machinecreate.TemplateClone{Resolver: r.Resolver, Writer: r.writer(), Template: tmpl,
+			Labels: machineLabels(s.ms), Annotations: s.ms.Spec.Template.Annotations}
+	}
+	var makers machinecreate.Makers
+	if s.bootstrapTemplate != nil {
+		makers.Bootstrap = clone(s.bootstrapTemplate)
+	}
+	if s.infraTemplate != nil {
+		makers.Infrastructure = clone(s.infraTemplate)
+	}
+	return makers
+}
+
+// newMachine is the next Machine the set creates, under a new name from
+// its naming template, but for its references, which the creator sets to
+// its clones. It carries the Machine finalizer from the start, which saves
+// the Machine controller a write.
+func newMachine(s *scope) (*clusterv1.Machine, error) {
+	ms := s.ms
+	name, err := machineName(ms.Spec.MachineNaming.Template, ms.Spec.ClusterName, ms.Name, randomString)
+	if err != nil {
+		return nil, err
+	}
+	if s.infraTemplate == nil || (ms.Spec.Template.Spec.Bootstrap.ConfigRef.IsDefined() && s.bootstrapTemplate == nil) {
+		return nil, errors.New("the templates were not read")
+	}
 	m := &clusterv1.Machine{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:       ms.Namespace,
@@ -191,63 +197,5 @@ func newMachine(ms *clusterv1.MachineSet, name string) *clusterv1.Machine {
 		Spec: *ms.Spec.Template.Spec.DeepCopy(),
 	}
 	m.Spec.ClusterName = ms.Spec.ClusterName
-	m.Spec.InfrastructureRef = clusterv1.ContractVersionedObjectReference{}
-	m.Spec.Bootstrap.ConfigRef = clusterv1.ContractVersionedObjectReference{}
-	return m
-}
-
-// createMachine creates a new Machine whose references name the clones of
-// the set's templates under its name; createClones makes them once the
-// Machine exists. The Machine comes first so that its objects can be
-// created with the Machine as their controller: the Machine controller then
-// has nothing to take over, which saves a write per object.
-func (r *Reconciler) createMachine(ctx context.Context, s *scope) (*clusterv1.Machine, error) {
-	ms := s.ms
-	name, err := machineName(ms.Spec.MachineNaming.Template, ms.Spec.ClusterName, ms.Name, randomString)
-	if err != nil {
-		return nil, err
-	}
-	if s.infraTemplate == nil || (ms.Spec.Template.Spec.Bootstrap.ConfigRef.IsDefined() && s.bootstrapTemplate == nil) {
-		return nil, errors.New("the templates were not read")
-	}
-	m := newMachine(ms, name)
-	if ms.Spec.Template.Spec.Bootstrap.ConfigRef.IsDefined() {
-		m.Spec.Bootstrap.ConfigRef = contract.ClonedReference(s.bootstrapTemplate, name)
-	}
-	m.Spec.InfrastructureRef = contract.ClonedReference(s.infraTemplate, name)
-	if err := r.writer().Create(ctx, m); err != nil {
-		return nil, fmt.Errorf("creating Machine %s: %w", name, err)
-	}
 	return m, nil
-}
-
-// createClones creates a new Machine's bootstrap and infrastructure objects
-// from the set's templates, and returns those it made.
-func (r *Reconciler) createClones(ctx context.Context, s *scope, m *clusterv1.Machine) ([]*unstructured.Unstructured, error) {
-	var clones []*unstructured.Unstructured
-	if m.Spec.Bootstrap.ConfigRef.IsDefined() {
-		obj, err := r.clone(ctx, s.bootstrapTemplate, m)
-		if err != nil {
-			return clones, err
-		}
-		clones = append(clones, obj)
-	}
-	obj, err := r.clone(ctx, s.infraTemplate, m)
-	if err != nil {
-		return clones, err
-	}
-	return append(clones, obj), nil
-}
-
-// clone creates, under the Machine's name, the object the template
-// describes, with the Machine's labels and annotations and the Machine as
-// its controller. An object of that name that already exists counts as
-// created: it is one an earlier attempt made, and the Machine controller
-// takes over whatever its reference names in any case.
-func (r *Reconciler) clone(ctx context.Context, tmpl *unstructured.Unstructured, m *clusterv1.Machine) (*unstructured.Unstructured, error) {
-	obj, err := contract.CloneTemplate(ctx, r.Resolver, r.writer(), tmpl, contract.Clone{
-		Namespace: m.Namespace, Name: m.Name, ClusterName: m.Spec.ClusterName,
-		Labels: m.Labels, Annotations: m.Annotations, Owner: contract.MachineOwner(m),
-	})
-	return obj, err
 }
