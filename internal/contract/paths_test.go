@@ -112,4 +112,3 @@ func TestCRDName(t *testing.T) {
 		}
 	}
 }
-

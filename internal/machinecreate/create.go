@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
-	"capstan.dev/capstan/internal/patch"
+	"capstan.dev/capstan/internal/kit"
 	"capstan.dev/capstan/internal/plan"
 )
 
@@ -74,7 +74,7 @@ func (c *Creator) Create(ctx context.Context, n int, newMachine func() (*cluster
 	// controllers that act on a new object (the bootstrap and
 	// infrastructure providers) look up its Machine in the same cache when
 	// the object appears, and may not look again.
-	out.CacheErr = patch.WaitForCache(ctx, c.Machines, patch.Created, objects(out.Machines)...)
+	out.CacheErr = kit.WaitForCache(ctx, c.Machines, kit.Created, out.Machines...)
 	if out.CacheErr == nil {
 		for _, m := range out.Machines {
 			made, err := makeObjects(ctx, m, makers, plan.BootstrapObject, plan.InfrastructureObject)
@@ -85,7 +85,7 @@ func (c *Creator) Create(ctx context.Context, n int, newMachine func() (*cluster
 			}
 		}
 	}
-	seen := patch.WaitForCache(ctx, c.Objects, patch.Created, out.Objects...)
+	seen := kit.WaitForCache(ctx, c.Objects, kit.Created, out.Objects...)
 	return out, kerrors.NewAggregate([]error{out.MachineErr, out.CacheErr, out.ObjectsErr, seen})
 }
 
@@ -120,13 +120,4 @@ func makeObjects(ctx context.Context, m *clusterv1.Machine, makers Makers, slots
 		made = append(made, obj)
 	}
 	return made, nil
-}
-
-// objects lists Machines as the objects patch.WaitForCache waits for.
-func objects(list []*clusterv1.Machine) []client.Object {
-	out := make([]client.Object, len(list))
-	for i, m := range list {
-		out[i] = m
-	}
-	return out
 }

@@ -10,7 +10,7 @@ import (
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/contract"
-	"capstan.dev/capstan/internal/patch"
+	"capstan.dev/capstan/internal/kit"
 	"capstan.dev/capstan/internal/plan"
 )
 
@@ -60,7 +60,7 @@ func (c *Creator) Repair(ctx context.Context, machines []Owned, makers Makers, f
 			errs = append(errs, err)
 		}
 	}
-	return out, kerrors.NewAggregate(append(errs, patch.WaitForCache(ctx, c.Objects, patch.Created, out.Objects...)))
+	return out, kerrors.NewAggregate(append(errs, kit.WaitForCache(ctx, c.Objects, kit.Created, out.Objects...)))
 }
 
 // missing lists the objects of one Machine that the owner must create.

@@ -6,7 +6,6 @@ import (
 	"capstan.dev/capstan/internal/pace"
 )
 
-
 // AllButTexts gates on fields and on conditions turning True, not on the
 // phase nor on a condition's reason, message, or False against Unknown.
 func TestAllButTexts(t *testing.T) {

@@ -102,6 +102,7 @@ func TestPacedStatus(t *testing.T) {
 		t.Errorf("False to Unknown with a new message went out inside the interval: %+v", cond)
 	}
 }
+
 // After the interval a reporting-only change goes out.
 func TestPacedStatusAfterInterval(t *testing.T) {
 	ctx := context.Background()

@@ -190,15 +190,6 @@ func (r *Reconciler) patchMachineStatus(ctx context.Context, m *clusterv1.Machin
 	return nil
 }
 
-// objects lists Machines as the objects patch.WaitForCache waits for.
-func objects[T client.Object](list []T) []client.Object {
-	out := make([]client.Object, len(list))
-	for i, o := range list {
-		out[i] = o
-	}
-	return out
-}
-
 // leftoverGrace is how old a cloned object without a Machine must be before
 // it counts as left over: younger ones may belong to a Machine the cache has
 // not shown yet.

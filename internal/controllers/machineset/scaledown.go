@@ -19,7 +19,7 @@ import (
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/conditions"
-	"capstan.dev/capstan/internal/patch"
+	"capstan.dev/capstan/internal/kit"
 	"capstan.dev/capstan/internal/plan"
 )
 
@@ -85,7 +85,7 @@ func (r *Reconciler) deleteMachines(ctx context.Context, s *scope, machines []*c
 		m.DeletionTimestamp = ptr.To(metav1.NewTime(s.now))
 		gone = append(gone, m)
 	}
-	errs = append(errs, patch.WaitForCache(ctx, r.Client, patch.Deleted, objects(gone)...))
+	errs = append(errs, kit.WaitForCache(ctx, r.Client, kit.Deleted, gone...))
 	return kerrors.NewAggregate(errs)
 }
 

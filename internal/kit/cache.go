@@ -1,4 +1,4 @@
-package patch
+package kit
 
 import (
 	"context"
@@ -17,7 +17,7 @@ const CacheWait = 10 * time.Second
 
 // WaitForCache waits until reader (a cache) shows each of objs as seen
 // accepts: what reader returned for it, and the error.
-func WaitForCache(ctx context.Context, reader client.Reader, seen func(want, got client.Object, err error) bool, objs ...client.Object) error {
+func WaitForCache[T client.Object](ctx context.Context, reader client.Reader, seen func(want, got client.Object, err error) bool, objs ...T) error {
 	for _, obj := range objs {
 		key := client.ObjectKeyFromObject(obj)
 		err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, CacheWait, true, func(ctx context.Context) (bool, error) {
