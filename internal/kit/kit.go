@@ -10,6 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/pace"
 	"capstan.dev/capstan/internal/patch"
 )
@@ -117,4 +118,18 @@ func (k *Reconciler[O, S]) Reconcile(ctx context.Context, req ctrl.Request) (res
 		}
 	}()
 	return k.Run(ctx, s)
+}
+
+// GetCluster reads the Cluster an object belongs to; nil, without an error,
+// when it does not exist (yet, or any more): most reconciles then have
+// something to say rather than an error to return.
+func GetCluster(ctx context.Context, c client.Reader, namespace, name string) (*clusterv1.Cluster, error) {
+	cluster := &clusterv1.Cluster{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, cluster); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return cluster, nil
 }

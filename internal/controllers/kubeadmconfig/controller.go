@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
@@ -201,12 +200,12 @@ func (r *Reconciler) scope(ctx context.Context, cfg *bootstrapv1.KubeadmConfig) 
 		// being set, or the Machine's creation, wakes us.
 		return nil, kit.NotYet(0)
 	}
-	cluster := &clusterv1.Cluster{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cfg.Namespace, Name: machine.Spec.ClusterName}, cluster); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, kit.NotYet(10 * time.Second)
-		}
+	cluster, err := kit.GetCluster(ctx, r.Client, cfg.Namespace, machine.Spec.ClusterName)
+	if err != nil {
 		return nil, err
+	}
+	if cluster == nil {
+		return nil, kit.NotYet(10 * time.Second)
 	}
 	return &scope{config: cfg, machine: machine, cluster: cluster, now: time.Now()}, nil
 }

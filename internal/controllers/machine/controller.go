@@ -5,7 +5,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -159,15 +158,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 func (r *Reconciler) scope(ctx context.Context, m *clusterv1.Machine) (*scope, error) {
-	s := &scope{machine: m, now: time.Now()}
-	s.cluster = &clusterv1.Cluster{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: m.Spec.ClusterName}, s.cluster); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return nil, err
-		}
-		s.cluster = nil
+	cluster, err := kit.GetCluster(ctx, r.Client, m.Namespace, m.Spec.ClusterName)
+	if err != nil {
+		return nil, err
 	}
-	return s, nil
+	return &scope{machine: m, cluster: cluster, now: time.Now()}, nil
 }
 
 func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {

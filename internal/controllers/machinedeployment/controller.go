@@ -5,7 +5,6 @@ import (
 	"reflect"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/events"
@@ -168,16 +167,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 func (r *Reconciler) scope(ctx context.Context, md *clusterv1.MachineDeployment) (*scope, error) {
-	s := &scope{md: md, now: time.Now()}
-	cluster := &clusterv1.Cluster{}
-	switch err := r.Client.Get(ctx, client.ObjectKey{Namespace: md.Namespace, Name: md.Spec.ClusterName}, cluster); {
-	case apierrors.IsNotFound(err):
-		cluster = nil
-	case err != nil:
+	cluster, err := kit.GetCluster(ctx, r.Client, md.Namespace, md.Spec.ClusterName)
+	if err != nil {
 		return nil, err
 	}
-	s.cluster = cluster
-	return s, nil
+	return &scope{md: md, cluster: cluster, now: time.Now()}, nil
 }
 
 func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/events"
@@ -170,15 +169,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 func (r *Reconciler) scope(ctx context.Context, mhc *clusterv1.MachineHealthCheck) (*scope, error) {
-	s := &scope{mhc: mhc, now: time.Now()}
-	s.cluster = &clusterv1.Cluster{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: mhc.Namespace, Name: mhc.Spec.ClusterName}, s.cluster); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return nil, err
-		}
-		s.cluster = nil
+	cluster, err := kit.GetCluster(ctx, r.Client, mhc.Namespace, mhc.Spec.ClusterName)
+	if err != nil {
+		return nil, err
 	}
-	return s, nil
+	return &scope{mhc: mhc, cluster: cluster, now: time.Now()}, nil
 }
 
 func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -200,16 +199,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 func (r *Reconciler) scope(ctx context.Context, ms *clusterv1.MachineSet) (*scope, error) {
-	s := &scope{ms: ms, now: time.Now()}
-	cluster := &clusterv1.Cluster{}
-	switch err := r.Client.Get(ctx, client.ObjectKey{Namespace: ms.Namespace, Name: ms.Spec.ClusterName}, cluster); {
-	case apierrors.IsNotFound(err):
-		cluster, s.clusterMissing = nil, true
-	case err != nil:
+	cluster, err := kit.GetCluster(ctx, r.Client, ms.Namespace, ms.Spec.ClusterName)
+	if err != nil {
 		return nil, err
 	}
-	s.cluster = cluster
-	return s, nil
+	return &scope{ms: ms, cluster: cluster, clusterMissing: cluster == nil, now: time.Now()}, nil
 }
 
 func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {

@@ -196,14 +196,11 @@ func (r *clusterReconciler) scope(ctx context.Context, imc *inmemoryv1.InMemoryC
 	if clusterName == "" {
 		return nil, kit.NotYet(0) // the Cluster controller sets the owner, which brings us back
 	}
-	s := &clusterScope{imc: imc, key: types.NamespacedName{Namespace: imc.Namespace, Name: clusterName}, cluster: &clusterv1.Cluster{}}
-	if err := r.client.Get(ctx, s.key, s.cluster); err != nil {
-		if !apierrors.IsNotFound(err) {
-			return nil, err
-		}
-		s.cluster = nil
+	cluster, err := kit.GetCluster(ctx, r.client, imc.Namespace, clusterName)
+	if err != nil {
+		return nil, err
 	}
-	return s, nil
+	return &clusterScope{imc: imc, key: types.NamespacedName{Namespace: imc.Namespace, Name: clusterName}, cluster: cluster}, nil
 }
 
 func (r *clusterReconciler) run(_ context.Context, s *clusterScope) (ctrl.Result, error) {

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -24,6 +23,7 @@ import (
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	localv1 "capstan.dev/capstan/api/infrastructure/local/v1beta2"
 	"capstan.dev/capstan/internal/conditions"
+	"capstan.dev/capstan/internal/kit"
 	"capstan.dev/capstan/internal/lockfile"
 	"capstan.dev/capstan/internal/pause"
 	"capstan.dev/capstan/internal/providers/local/machinedir"
@@ -62,11 +62,8 @@ type clusterScope struct {
 func (r *clusterReconciler) scope(ctx context.Context, lc *localv1.LocalCluster) (*clusterScope, error) {
 	s := &clusterScope{lc: lc, clusterName: ownerName(lc, clusterv1.ClusterKind)}
 	if s.clusterName != "" {
-		c := &clusterv1.Cluster{}
-		switch err := r.client.Get(ctx, types.NamespacedName{Namespace: lc.Namespace, Name: s.clusterName}, c); {
-		case err == nil:
-			s.cluster = c
-		case !apierrors.IsNotFound(err):
+		var err error
+		if s.cluster, err = kit.GetCluster(ctx, r.client, lc.Namespace, s.clusterName); err != nil {
 			return nil, err
 		}
 	}

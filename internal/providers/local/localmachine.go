@@ -22,6 +22,7 @@ import (
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	localv1 "capstan.dev/capstan/api/infrastructure/local/v1beta2"
 	"capstan.dev/capstan/internal/conditions"
+	"capstan.dev/capstan/internal/kit"
 	"capstan.dev/capstan/internal/lockfile"
 	"capstan.dev/capstan/internal/pause"
 	"capstan.dev/capstan/internal/providers/local/machinedir"
@@ -87,11 +88,8 @@ func (r *machineReconciler) scope(ctx context.Context, lm *localv1.LocalMachine)
 		}
 	}
 	if s.clusterName != "" {
-		c := &clusterv1.Cluster{}
-		switch err := r.client.Get(ctx, types.NamespacedName{Namespace: lm.Namespace, Name: s.clusterName}, c); {
-		case err == nil:
-			s.cluster = c
-		case !apierrors.IsNotFound(err):
+		var err error
+		if s.cluster, err = kit.GetCluster(ctx, r.client, lm.Namespace, s.clusterName); err != nil {
 			return nil, err
 		}
 	}
