@@ -16,21 +16,20 @@ import (
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/certs"
 	"capstan.dev/capstan/internal/testenv"
+	"capstan.dev/capstan/test/fixture"
 )
 
 var env *testenv.Env
 
 func TestMain(m *testing.M) { testenv.Main(m, &env) }
 
-// newCluster creates a Cluster to own the Secrets: the garbage collector
+// createCluster creates a Cluster to own the Secrets: the garbage collector
 // would delete Secrets whose owner does not exist.
-func newCluster(t *testing.T) (*clusterv1.Cluster, metav1.OwnerReference) {
+func createCluster(t *testing.T) (*clusterv1.Cluster, metav1.OwnerReference) {
 	t.Helper()
 	ns := env.Namespace(t)
-	c := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c1"}, Spec: clusterv1.ClusterSpec{ClusterNetwork: clusterv1.ClusterNetwork{ServiceDomain: "cluster.local"}}}
-	if err := env.Client.Create(context.Background(), c); err != nil {
-		t.Fatal(err)
-	}
+	c := fixture.NewCluster(ns, "c1", func(c *clusterv1.Cluster) { c.Spec.ClusterNetwork.ServiceDomain = "cluster.local" })
+	fixture.Create(t, env.Client, c)
 	return c, metav1.OwnerReference{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: c.Name, UID: c.UID}
 }
 
@@ -45,7 +44,7 @@ func secret(t *testing.T, ns, name string) *corev1.Secret {
 
 func TestLookupOrGenerateCreatesTheContractSecretsOnce(t *testing.T) {
 	ctx := context.Background()
-	cluster, owner := newCluster(t)
+	cluster, owner := createCluster(t)
 	key := client.ObjectKeyFromObject(cluster)
 
 	if _, err := certs.Lookup(ctx, env.Client, key); !certs.IsMissing(err) {
@@ -102,7 +101,7 @@ func TestLookupOrGenerateCreatesTheContractSecretsOnce(t *testing.T) {
 
 func TestLookupOrGenerateHonoursUserCA(t *testing.T) {
 	ctx := context.Background()
-	cluster, owner := newCluster(t)
+	cluster, owner := createCluster(t)
 	userCA, err := certs.NewCA("my-ca", certs.DefaultKeyAlgorithm, time.Now(), time.Hour*24*30)
 	if err != nil {
 		t.Fatal(err)
@@ -143,7 +142,7 @@ func TestLookupOrGenerateRejectsInvalidUserSecret(t *testing.T) {
 		{"not a CA", nil, []string{"c1-etcd", "not a certificate authority"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cluster, owner := newCluster(t)
+			cluster, owner := createCluster(t)
 			data := tc.data
 			if data == nil {
 				ca, _ := certs.NewCA("x", certs.DefaultKeyAlgorithm, time.Now(), time.Hour)
@@ -173,7 +172,7 @@ func TestLookupOrGenerateRejectsInvalidUserSecret(t *testing.T) {
 
 func TestLookupOrGenerateRaceConverges(t *testing.T) {
 	ctx := context.Background()
-	cluster, owner := newCluster(t)
+	cluster, owner := createCluster(t)
 	const n = 4
 	results := make([]*certs.ClusterCertificates, n)
 	errs := make([]error, n)
@@ -275,7 +274,7 @@ func TestLookupOrGenerateKeyAlgorithm(t *testing.T) {
 		{alg: certs.ECDSAP384, want: certs.ECDSAP384, wantBlock: "EC PRIVATE KEY"},
 	} {
 		t.Run(string(tc.want), func(t *testing.T) {
-			cluster, owner := newCluster(t)
+			cluster, owner := createCluster(t)
 			cc, err := certs.LookupOrGenerate(context.Background(), env.Client, client.ObjectKeyFromObject(cluster), owner, certs.WithKeyAlgorithm(tc.alg))
 			if err != nil {
 				t.Fatal(err)
@@ -298,7 +297,7 @@ func TestLookupOrGenerateKeyAlgorithm(t *testing.T) {
 // generated, with the algorithm asked for.
 func TestLookupOrGenerateKeepsExistingECDSASecrets(t *testing.T) {
 	ctx := context.Background()
-	cluster, owner := newCluster(t)
+	cluster, owner := createCluster(t)
 	oldCA, err := certs.NewCA("kubernetes", certs.ECDSAP256, time.Now(), time.Hour*24*30)
 	if err != nil {
 		t.Fatal(err)

@@ -33,7 +33,7 @@ func adminCert(t *testing.T, ns string) (server string, s *corev1.Secret, notAft
 
 func TestEnsureKubeconfig(t *testing.T) {
 	ctx := context.Background()
-	cluster, owner := newCluster(t)
+	cluster, owner := createCluster(t)
 	ca, err := certs.NewCA("kubernetes", certs.DefaultKeyAlgorithm, time.Now(), 10*365*24*time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +101,7 @@ func TestEnsureKubeconfig(t *testing.T) {
 
 func TestEnsureKubeconfigLeavesUserSecretAlone(t *testing.T) {
 	ctx := context.Background()
-	cluster, owner := newCluster(t)
+	cluster, owner := createCluster(t)
 	user := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: cluster.Namespace, Name: "c1-kubeconfig"},
 		Data:       map[string][]byte{"value": []byte("my own kubeconfig")},

@@ -53,7 +53,7 @@ func installIdentityCRD(t *testing.T, c client.Client) {
 	if err := c.Create(ctx, crd); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	fixture.Eventually(t, "the TestIdentity CRD is established", time.Minute, func() string {
+	fixture.Eventually(t, "the TestIdentity CRD is established", time.Minute, func(context.Context) string {
 		cur := &apiextensionsv1.CustomResourceDefinition{}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(crd), cur); err != nil {
 			return err.Error()
@@ -109,7 +109,7 @@ func TestMoveGlobalObjects(t *testing.T) {
 	a, b := planes.Mgmt.Client, planes.Workload.Client
 	installIdentityCRD(t, a)
 	installIdentityCRD(t, b)
-	ns := namespace(t)
+	ns := planes.Mgmt.Namespace(t)
 	g := buildGraph(t, a, ns)
 
 	rootName, childName, otherName := ns+"-shared", ns+"-shared-child", ns+"-unlabelled"
@@ -216,7 +216,7 @@ func TestMoveGlobalObjects(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	fixture.Eventually(t, "the source's global objects are gone", time.Minute, func() string {
+	fixture.Eventually(t, "the source's global objects are gone", time.Minute, func(context.Context) string {
 		if got := identities(t, a, moved...); len(got) > 0 {
 			return strings.Join(got, ",")
 		}

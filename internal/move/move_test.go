@@ -310,19 +310,10 @@ func stopAt(step string, n int) func(string, int, move.Key) error {
 	}
 }
 
-func namespace(t *testing.T) string {
-	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "move-"}}
-	if err := planes.Mgmt.Client.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-	return ns.Name
-}
-
 func TestDryRunChangesNothing(t *testing.T) {
 	ctx := context.Background()
 	src, dst := planes.Mgmt.Client, planes.Workload.Client
-	ns := namespace(t)
+	ns := planes.Mgmt.Namespace(t)
 	g := buildGraph(t, src, ns)
 	var out bytes.Buffer
 	if err := move.ToCluster(ctx, src, dst, move.Options{Namespace: ns, DryRun: true, Out: &out}); err != nil {
@@ -362,7 +353,7 @@ func TestDryRunChangesNothing(t *testing.T) {
 func TestMoveInterruptedAndResumed(t *testing.T) {
 	ctx := context.Background()
 	a, b := planes.Mgmt.Client, planes.Workload.Client
-	ns := namespace(t)
+	ns := planes.Mgmt.Namespace(t)
 	g := buildGraph(t, a, ns)
 	var out bytes.Buffer
 	opts := move.Options{Namespace: ns, Out: &out}
@@ -480,7 +471,7 @@ func TestMoveInterruptedAndResumed(t *testing.T) {
 func TestMoveRefusesAForeignObject(t *testing.T) {
 	ctx := context.Background()
 	a, b := planes.Mgmt.Client, planes.Workload.Client
-	ns := namespace(t)
+	ns := planes.Mgmt.Namespace(t)
 	g := buildGraph(t, a, ns)
 	foreign := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "extra"}, Data: map[string]string{"k": "other"}}
 	if err := b.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
@@ -505,7 +496,7 @@ func TestMoveRefusesAForeignObject(t *testing.T) {
 // object would look like its own copy and be deleted.
 func TestMoveToItselfIsRefused(t *testing.T) {
 	ctx := context.Background()
-	ns := namespace(t)
+	ns := planes.Mgmt.Namespace(t)
 	g := buildGraph(t, planes.Mgmt.Client, ns)
 	err := move.ToCluster(ctx, planes.Mgmt.Client, planes.Mgmt.Client, move.Options{Namespace: ns})
 	if err == nil || !strings.Contains(err.Error(), "same cluster") {
@@ -523,7 +514,7 @@ func TestMoveToItselfIsRefused(t *testing.T) {
 func TestMoveRefusesObjectsBeingDeleted(t *testing.T) {
 	ctx := context.Background()
 	a, b := planes.Mgmt.Client, planes.Workload.Client
-	ns := namespace(t)
+	ns := planes.Mgmt.Namespace(t)
 	buildGraph(t, a, ns)
 	stuck := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "going", Finalizers: []string{"test.capstan.dev/hold"},
 		Labels: map[string]string{move.MoveLabel: ""}}}

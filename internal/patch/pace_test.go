@@ -32,7 +32,7 @@ func read(t *testing.T, c *clusterv1.Cluster) *clusterv1.Cluster {
 func TestPacedStatus(t *testing.T) {
 	ctx := context.Background()
 	pacer := pace.NewPacer(time.Hour)
-	c := newCluster(t)
+	c := createCluster(t)
 
 	write := func(change func(*clusterv1.Cluster)) (*clusterv1.Cluster, time.Duration) {
 		t.Helper()
@@ -107,7 +107,7 @@ func TestPacedStatus(t *testing.T) {
 func TestPacedStatusAfterInterval(t *testing.T) {
 	ctx := context.Background()
 	pacer := pace.NewPacer(200 * time.Millisecond)
-	c := newCluster(t)
+	c := createCluster(t)
 	write := func(phase string) time.Duration {
 		cur := read(t, c)
 		h, _ := patch.NewHelper(cur, env.Client, patch.Pace(pacer, clusterGate))
@@ -134,7 +134,7 @@ func TestPacedStatusAfterInterval(t *testing.T) {
 func TestStaleCopyWritesNothing(t *testing.T) {
 	ctx := context.Background()
 	pacer := pace.NewPacer(0)
-	c := newCluster(t)
+	c := createCluster(t)
 	stale := read(t, c)
 
 	cur := stale.DeepCopy()
@@ -181,7 +181,7 @@ func TestStaleCopyWritesNothing(t *testing.T) {
 func TestPacedStatusFirstAtOnce(t *testing.T) {
 	ctx := context.Background()
 	pacer := pace.NewPacer(time.Hour, pace.FirstAtOnce())
-	c := newCluster(t)
+	c := createCluster(t)
 	for i, phase := range []string{"Pending", "Provisioning"} {
 		cur := read(t, c)
 		h, _ := patch.NewHelper(cur, env.Client, patch.Pace(pacer, clusterGate))

@@ -10,30 +10,26 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	localv1 "capstan.dev/capstan/api/infrastructure/local/v1beta2"
 	"capstan.dev/capstan/internal/patch"
 	"capstan.dev/capstan/internal/testenv"
+	"capstan.dev/capstan/test/fixture"
 )
 
 var env *testenv.Env
 
 func TestMain(m *testing.M) { testenv.Main(m, &env) }
 
-func newCluster(t *testing.T) *clusterv1.Cluster {
+// createCluster creates a Cluster of the test's own.
+func createCluster(t *testing.T) *clusterv1.Cluster {
 	t.Helper()
-	c := &clusterv1.Cluster{
-		ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: env.Namespace(t)},
-		Spec: clusterv1.ClusterSpec{InfrastructureRef: clusterv1.ContractVersionedObjectReference{
-			APIGroup: "infrastructure.cluster.x-k8s.io", Kind: "LocalCluster", Name: "c",
-		}},
-	}
-	if err := env.Client.Create(context.Background(), c); err != nil {
-		t.Fatal(err)
-	}
+	c := fixture.NewCluster(env.Namespace(t), "c", fixture.Infrastructure(&localv1.LocalCluster{ObjectMeta: metav1.ObjectMeta{Name: "c"}}))
+	fixture.Create(t, env.Client, c)
 	return c
 }
 
 func TestNothingChangedWritesNothing(t *testing.T) {
-	c := newCluster(t)
+	c := createCluster(t)
 	rv := c.ResourceVersion
 	h, err := patch.NewHelper(c, env.Client)
 	if err != nil {
@@ -53,7 +49,7 @@ func TestNothingChangedWritesNothing(t *testing.T) {
 
 func TestSpecAndStatusChangesLand(t *testing.T) {
 	ctx := context.Background()
-	c := newCluster(t)
+	c := createCluster(t)
 	h, _ := patch.NewHelper(c, env.Client)
 	c.Labels = map[string]string{"a": "b"}
 	c.Finalizers = []string{clusterv1.ClusterFinalizer}
@@ -83,7 +79,7 @@ func TestSpecAndStatusChangesLand(t *testing.T) {
 // A status patch does not conflict with someone else's write to other fields.
 func TestStatusPatchDoesNotConflict(t *testing.T) {
 	ctx := context.Background()
-	c := newCluster(t)
+	c := createCluster(t)
 	h, _ := patch.NewHelper(c, env.Client)
 	other := c.DeepCopy()
 	other.Annotations = map[string]string{"someone": "else"}
@@ -99,7 +95,7 @@ func TestStatusPatchDoesNotConflict(t *testing.T) {
 // Dropping a finalizer from a stale copy must not erase one added since.
 func TestFinalizerChangeOnStaleCopyConflicts(t *testing.T) {
 	ctx := context.Background()
-	c := newCluster(t)
+	c := createCluster(t)
 	h, _ := patch.NewHelper(c, env.Client)
 	other := c.DeepCopy()
 	other.Finalizers = []string{"someone.example.com/keep"}
@@ -117,7 +113,7 @@ func TestFinalizerChangeOnStaleCopyConflicts(t *testing.T) {
 // else wrote since.
 func TestConditionsChangeOnStaleCopyConflicts(t *testing.T) {
 	ctx := context.Background()
-	c := newCluster(t)
+	c := createCluster(t)
 	h, _ := patch.NewHelper(c, env.Client)
 	other := c.DeepCopy()
 	meta.SetStatusCondition(&other.Status.Conditions, metav1.Condition{Type: "TheirCondition", Status: metav1.ConditionTrue, Reason: "Theirs"})
@@ -134,7 +130,7 @@ func TestConditionsChangeOnStaleCopyConflicts(t *testing.T) {
 // without a conflict.
 func TestSoleStatusWriterDoesNotConflict(t *testing.T) {
 	ctx := context.Background()
-	c := newCluster(t)
+	c := createCluster(t)
 	h, _ := patch.NewHelper(c, env.Client, patch.SoleStatusWriter())
 	other := c.DeepCopy()
 	other.Status.Phase = "Provisioning"
@@ -158,7 +154,7 @@ func TestSoleStatusWriterDoesNotConflict(t *testing.T) {
 // others own, even from a stale copy, and does not conflict.
 func TestOwnedConditionsKeepOthersEntries(t *testing.T) {
 	ctx := context.Background()
-	c := newCluster(t)
+	c := createCluster(t)
 	h, _ := patch.NewHelper(c, env.Client, patch.OwnedConditions("test-owner", "MyCondition"))
 	other := c.DeepCopy()
 	meta.SetStatusCondition(&other.Status.Conditions, metav1.Condition{Type: "TheirCondition", Status: metav1.ConditionTrue, Reason: "Theirs"})
@@ -183,7 +179,7 @@ func TestOwnedConditionsKeepOthersEntries(t *testing.T) {
 // the status it writes in the same Patch carries the new generation.
 func TestOwnSpecChangeIsObserved(t *testing.T) {
 	ctx := context.Background()
-	c := newCluster(t)
+	c := createCluster(t)
 	h, _ := patch.NewHelper(c, env.Client)
 	c.Spec.ClusterNetwork.ServiceDomain = "example.local"
 	c.Status.ObservedGeneration = c.Generation

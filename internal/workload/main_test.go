@@ -222,17 +222,6 @@ func waitForHealthEvent(t testing.TB, ch <-chan event.GenericEvent, key client.O
 	}
 }
 
-func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting until %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // proxy is a TCP forwarder to an API server that a test can cut and restore,
 // to make a workload cluster unreachable without stopping it. The API
 // server's certificate is for 127.0.0.1, so TLS works through it.

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"capstan.dev/capstan/internal/workload"
+	"capstan.dev/capstan/test/fixture"
 )
 
 // nodeName makes a Node name unique to the test.
@@ -98,8 +99,8 @@ func TestGetClientReadsAndWritesWorkloadCluster(t *testing.T) {
 	if !h.Connected || h.LastProbeSuccessTime.IsZero() || h.Message != "" {
 		t.Errorf("Health = %+v, want connected with a successful probe", h)
 	}
-	eventually(t, 10*time.Second, "a periodic probe has run", func() bool {
-		return cc.Health(key).LastProbeTime.After(h.LastProbeTime)
+	fixture.Eventually(t, "a periodic probe has run", 10*time.Second, func(context.Context) string {
+		return fixture.Unless(cc.Health(key).LastProbeTime.After(h.LastProbeTime), "")
 	})
 	if h := cc.Health(client.ObjectKey{Namespace: ns, Name: "never-asked"}); h.Connected || h.Message == "" {
 		t.Errorf("Health of an unknown cluster = %+v, want not connected with a message", h)
@@ -178,9 +179,9 @@ func TestWatchDeliversNodeEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the cached Node has the label", func() bool {
+	fixture.Eventually(t, "the cached Node has the label", 10*time.Second, func(context.Context) string {
 		n := &corev1.Node{}
-		return c.Get(ctx, client.ObjectKey{Name: name}, n) == nil && n.Labels["step"] == "1"
+		return fixture.Unless(c.Get(ctx, client.ObjectKey{Name: name}, n) == nil && n.Labels["step"] == "1", "")
 	})
 
 	if err := wl.Client.Delete(ctx, node); err != nil {
@@ -331,8 +332,8 @@ func TestKubeconfigRotationRebuildsConnection(t *testing.T) {
 	if err := cc.Watch(ctx, key, in); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the cache serves the Node", func() bool {
-		return c1.Get(ctx, client.ObjectKey{Name: name}, &corev1.Node{}) == nil
+	fixture.Eventually(t, "the cache serves the Node", 10*time.Second, func(context.Context) string {
+		return fixture.Unless(c1.Get(ctx, client.ObjectKey{Name: name}, &corev1.Node{}) == nil, "")
 	})
 
 	// Metadata-only changes to the Secret keep the connection.
@@ -399,8 +400,8 @@ func TestProbeFailuresDisconnectAndNextUseReconnects(t *testing.T) {
 	if err := cc.Watch(ctx, key, workload.WatchInput{Name: "nodes", Watcher: newQueueWatcher(t), Kind: &corev1.Node{}, Handler: &handler.EnqueueRequestForObject{}}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the cache serves the Node", func() bool {
-		return c.Get(ctx, client.ObjectKey{Name: name}, &corev1.Node{}) == nil
+	fixture.Eventually(t, "the cache serves the Node", 10*time.Second, func(context.Context) string {
+		return fixture.Unless(c.Get(ctx, client.ObjectKey{Name: name}, &corev1.Node{}) == nil, "")
 	})
 
 	p.cut()
@@ -425,9 +426,9 @@ func TestProbeFailuresDisconnectAndNextUseReconnects(t *testing.T) {
 
 	p.restore(t)
 	var c2 client.Client
-	eventually(t, 10*time.Second, "GetClient reconnects", func() bool {
+	fixture.Eventually(t, "GetClient reconnects", 10*time.Second, func(context.Context) string {
 		c2, err = cc.GetClient(ctx, key)
-		return err == nil
+		return fixture.Unless(err == nil, "")
 	})
 	waitForHealthEvent(t, changes, key) // connected again
 	if h := cc.Health(key); !h.Connected || h.ConsecutiveFailures != 0 {

@@ -3,8 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -13,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
@@ -102,46 +99,10 @@ func BenchmarkMachineDeploymentToRunning(b *testing.B) {
 
 func createCluster(b *testing.B, ctx context.Context, mgmt, wl *testenv.Env, ns string, replicas int32) {
 	b.Helper()
-	kubeconfig, err := os.ReadFile(filepath.Join(wl.StateDir, "kubeconfig"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	infra := provider.InfraCluster.New(ns, "bench", map[string]any{"controlPlaneEndpoint": map[string]any{"host": "127.0.0.1", "port": int64(6443)}})
-	cp := provider.ControlPlane.New(ns, "bench", nil)
-	cluster := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bench"}}
-	cluster.Spec.InfrastructureRef = provider.InfraCluster.Ref("bench")
-	cluster.Spec.ControlPlaneRef = provider.ControlPlane.Ref("bench")
-	infraTemplate := provider.InfraMachineTemplate.New(ns, "workers", map[string]any{"template": map[string]any{"spec": map[string]any{}}})
-	bootstrapTemplate := provider.BootstrapConfigTemplate.New(ns, "workers", map[string]any{"template": map[string]any{"spec": map[string]any{}}})
-	md := &clusterv1.MachineDeployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "workers"},
-		Spec: clusterv1.MachineDeploymentSpec{
-			ClusterName: "bench",
-			Replicas:    ptr.To(replicas),
-			Selector:    metav1.LabelSelector{MatchLabels: map[string]string{"pool": "workers"}},
-			Template: clusterv1.MachineTemplateSpec{
-				ObjectMeta: clusterv1.ObjectMeta{Labels: map[string]string{"pool": "workers"}},
-				Spec: clusterv1.MachineSpec{
-					ClusterName:       "bench",
-					Version:           "v1.35.0",
-					Bootstrap:         clusterv1.Bootstrap{ConfigRef: provider.BootstrapConfigTemplate.Ref("workers")},
-					InfrastructureRef: provider.InfraMachineTemplate.Ref("workers"),
-				},
-			},
-		},
-	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bench-kubeconfig"}, Data: map[string][]byte{"value": kubeconfig}}
-	for _, o := range []client.Object{secret, infra, cp, infraTemplate, bootstrapTemplate, cluster, md} {
-		if err := mgmt.Client.Create(ctx, o); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := provider.SetStatus(ctx, mgmt.Client, infra, map[string]any{"initialization": map[string]any{"provisioned": true}}); err != nil {
-		b.Fatal(err)
-	}
-	if err := provider.SetStatus(ctx, mgmt.Client, cp, map[string]any{"initialization": map[string]any{"controlPlaneInitialized": true}}); err != nil {
-		b.Fatal(err)
-	}
+	md := fixture.Workers(ns, "bench", replicas)
+	md.Spec.Selector = metav1.LabelSelector{MatchLabels: map[string]string{"pool": "workers"}}
+	md.Spec.Template.Labels = map[string]string{"pool": "workers"}
+	fixture.CreateProviderCluster(b, mgmt, wl, ns, "bench", md, true)
 }
 
 func waitRunning(b *testing.B, ctx context.Context, c client.Client, ns string, replicas int) {

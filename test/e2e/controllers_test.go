@@ -2,33 +2,23 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/test/fixture"
 )
 
-func eventually(t *testing.T, what string, timeout time.Duration, cond func(ctx context.Context) (bool, error)) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, cond)
-	if err != nil {
-		t.Fatalf("%s: not within %s: %v", what, timeout, err)
-	}
-}
-
-func gone(c client.Client, obj client.Object) func(ctx context.Context) (bool, error) {
-	return func(ctx context.Context) (bool, error) {
+func gone(c client.Client, obj client.Object) func(ctx context.Context) string {
+	return func(ctx context.Context) string {
 		err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj)
-		if apierrors.IsNotFound(err) {
-			return true, nil
-		}
-		return false, err
+		return fixture.Unless(apierrors.IsNotFound(err), fmt.Sprintf("still there (%v)", err))
 	}
 }
 
@@ -54,14 +44,14 @@ func TestNamespaceDeletesCompletely(t *testing.T) {
 		}
 	}
 	// The service account controller gives every namespace its default account.
-	eventually(t, "default service account", 30*time.Second, func(ctx context.Context) (bool, error) {
+	fixture.Eventually(t, "default service account", 30*time.Second, func(ctx context.Context) string {
 		err := c.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: "default"}, &corev1.ServiceAccount{})
-		return err == nil, client.IgnoreNotFound(err)
+		return fixture.Unless(err == nil, fmt.Sprint(err))
 	})
 	if err := c.Delete(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "namespace removed", time.Minute, gone(c, ns))
+	fixture.Eventually(t, "namespace removed", time.Minute, gone(c, ns))
 	for _, o := range []client.Object{cluster, cm} {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(o), o); !apierrors.IsNotFound(err) {
 			t.Errorf("%T %s survived its namespace: %v", o, o.GetName(), err)
@@ -106,9 +96,9 @@ func TestOwnerReferencesCascade(t *testing.T) {
 			if err := c.Delete(ctx, owner, client.PropagationPolicy(policy)); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "secret collected", time.Minute, gone(c, dependent))
-			eventually(t, "machine collected", time.Minute, gone(c, machine))
-			eventually(t, "owner removed", time.Minute, gone(c, owner))
+			fixture.Eventually(t, "secret collected", time.Minute, gone(c, dependent))
+			fixture.Eventually(t, "machine collected", time.Minute, gone(c, machine))
+			fixture.Eventually(t, "owner removed", time.Minute, gone(c, owner))
 		})
 	}
 }

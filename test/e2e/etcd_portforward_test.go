@@ -17,6 +17,7 @@ import (
 	"capstan.dev/capstan/internal/certs"
 	"capstan.dev/capstan/internal/etcdclient"
 	"capstan.dev/capstan/internal/portforward"
+	"capstan.dev/capstan/test/fixture"
 )
 
 // TestLocalEtcdThroughPortForward checks that a local cluster's etcd is
@@ -95,7 +96,7 @@ func TestLocalEtcdThroughPortForward(t *testing.T) {
 	if err := mc.Delete(ctx, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "pf"}}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the cluster deleted", 3*time.Minute, func() string {
+	fixture.Eventually(t, "the cluster deleted", 3*time.Minute, func(context.Context) string {
 		err := mc.Get(ctx, client.ObjectKey{Namespace: "default", Name: "pf"}, &clusterv1.Cluster{})
 		if client.IgnoreNotFound(err) != nil {
 			return err.Error()

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"capstan.dev/capstan/test/fixture"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -127,7 +128,7 @@ func TestInstallIntoWorkloadCluster(t *testing.T) {
 			t.Logf("manager log:\n%s", tail(string(b), 40))
 		}
 	}()
-	waitFor(t, "the manager to renew its leader Lease", 90*time.Second, func() string {
+	fixture.Eventually(t, "the manager to renew its leader Lease", 90*time.Second, func(context.Context) string {
 		lease, err := wl.CoordinationV1().Leases("capstan-system").Get(ctx, "capstan-manager", metav1.GetOptions{})
 		if err != nil {
 			return err.Error()
@@ -180,7 +181,7 @@ func TestInstallIntoWorkloadCluster(t *testing.T) {
 	if out, code := capstan(t, "upgrade", "plan", "--kubeconfig", kubeconfig); code != 0 || !strings.Contains(out, "is up to date") {
 		t.Errorf("capstan upgrade plan after apply exited %d:\n%s\nwant up to date", code, out)
 	}
-	waitFor(t, "one manager process after the rollout", time.Minute, func() string {
+	fixture.Eventually(t, "one manager process after the rollout", time.Minute, func(context.Context) string {
 		if pids := installedManagerPids(p); len(pids) != 1 {
 			return fmt.Sprintf("manager processes %v", pids)
 		}
@@ -199,7 +200,7 @@ func TestInstallIntoWorkloadCluster(t *testing.T) {
 	if _, err := wl.CoreV1().Namespaces().Get(ctx, "capstan-system", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("namespace capstan-system after delete: %v", err)
 	}
-	waitFor(t, "the manager process to end", 30*time.Second, func() string {
+	fixture.Eventually(t, "the manager process to end", 30*time.Second, func(context.Context) string {
 		if pids := installedManagerPids(p); len(pids) > 0 {
 			return fmt.Sprintf("still running: %v", pids)
 		}

@@ -23,6 +23,7 @@ import (
 	controlplanev1 "capstan.dev/capstan/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	localv1 "capstan.dev/capstan/api/infrastructure/local/v1beta2"
+	"capstan.dev/capstan/test/fixture"
 )
 
 // TestLocalClusterLifecycle drives a workload cluster on the local provider
@@ -68,7 +69,7 @@ func TestLocalClusterLifecycle(t *testing.T) {
 		if _, err := wl.AppsV1().Deployments("default").Create(ctx, d, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "3 web Pods Running with IPs", 2*time.Minute, func() string {
+		fixture.Eventually(t, "3 web Pods Running with IPs", 2*time.Minute, func(context.Context) string {
 			pods, err := wl.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
 			if err != nil {
 				return err.Error()
@@ -110,7 +111,7 @@ func TestLocalClusterLifecycle(t *testing.T) {
 		if err := mc.Patch(ctx, kcp, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"version":"`+next+`"}}`))); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "every control-plane machine at "+next, 8*time.Minute, func() string {
+		fixture.Eventually(t, "every control-plane machine at "+next, 8*time.Minute, func(context.Context) string {
 			if err := mc.Get(ctx, client.ObjectKeyFromObject(kcp), kcp); err != nil {
 				return err.Error()
 			}
@@ -150,7 +151,7 @@ func TestLocalClusterLifecycle(t *testing.T) {
 		if node == "" {
 			node = victim.Name
 		}
-		waitFor(t, "Node "+node+" NotReady", 3*time.Minute, func() string {
+		fixture.Eventually(t, "Node "+node+" NotReady", 3*time.Minute, func(context.Context) string {
 			n, err := wl.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 			if err != nil {
 				return err.Error()
@@ -183,7 +184,7 @@ func TestLocalClusterLifecycle(t *testing.T) {
 		if err := mc.Delete(ctx, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "demo"}}); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "everything of the cluster gone", 5*time.Minute, func() string {
+		fixture.Eventually(t, "everything of the cluster gone", 5*time.Minute, func(context.Context) string {
 			var left []string
 			for _, list := range []client.ObjectList{&clusterv1.ClusterList{}, &clusterv1.MachineList{}, &clusterv1.MachineSetList{},
 				&clusterv1.MachineDeploymentList{}, &controlplanev1.KubeadmControlPlaneList{}, &localv1.LocalMachineList{}, &localv1.LocalClusterList{}} {
@@ -234,20 +235,9 @@ func itemCount(list client.ObjectList) int {
 	return 0
 }
 
-func waitFor(t *testing.T, what string, timeout time.Duration, check func() string) {
-	t.Helper()
-	why := ""
-	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
-		if why = check(); why == "" {
-			return
-		}
-	}
-	t.Fatalf("%s: %s", what, why)
-}
-
 func waitReadyNodes(t *testing.T, wl kubernetes.Interface, n int, timeout time.Duration) {
 	t.Helper()
-	waitFor(t, fmt.Sprintf("%d Ready nodes", n), timeout, func() string {
+	fixture.Eventually(t, fmt.Sprintf("%d Ready nodes", n), timeout, func(context.Context) string {
 		nodes, err := wl.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
 		if err != nil {
 			return err.Error()
@@ -327,7 +317,7 @@ func waitEtcdMembers(t *testing.T, c client.Client, name string, n int) *control
 	t.Helper()
 	kcp := &controlplanev1.KubeadmControlPlane{}
 	want := fmt.Sprintf("%d healthy members", n)
-	waitFor(t, want, 2*time.Minute, func() string {
+	fixture.Eventually(t, want, 2*time.Minute, func(context.Context) string {
 		if err := c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, kcp); err != nil {
 			return err.Error()
 		}

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/test/fixture"
 )
 
 func freePort(t *testing.T) int {
@@ -62,25 +63,25 @@ func TestManagerCommand(t *testing.T) {
 	}
 	defer func() { cancel(); _ = cmd.Wait() }()
 
-	eventually(t, "manager ready", time.Minute, func(context.Context) (bool, error) {
+	fixture.Eventually(t, "manager ready", time.Minute, func(context.Context) string {
 		code, _ := httpGet(fmt.Sprintf("http://127.0.0.1:%d/readyz", probePort))
-		return code == http.StatusOK, nil
+		return fixture.Unless(code == http.StatusOK, "")
 	})
 
 	ns := env.Namespace(t)
-	newCluster := func(name string, labels map[string]string) *clusterv1.Cluster {
-		c := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels}}
-		c.Spec.InfrastructureRef = clusterv1.ContractVersionedObjectReference{APIGroup: "infrastructure.example.com", Kind: "Nothing", Name: name}
-		if err := env.Client.Create(context.Background(), c); err != nil {
-			t.Fatal(err)
-		}
+	createCluster := func(name string, labels map[string]string) *clusterv1.Cluster {
+		c := fixture.NewCluster(ns, name, func(c *clusterv1.Cluster) {
+			c.Labels = labels
+			c.Spec.InfrastructureRef = clusterv1.ContractVersionedObjectReference{APIGroup: "infrastructure.example.com", Kind: "Nothing", Name: name}
+		})
+		fixture.Create(t, env.Client, c)
 		return c
 	}
-	mine := newCluster("mine", map[string]string{"cluster.x-k8s.io/watch-filter": "team-a"})
-	theirs := newCluster("theirs", map[string]string{"cluster.x-k8s.io/watch-filter": "team-b"})
-	eventually(t, "the manager reconciles its Cluster", time.Minute, func(ctx context.Context) (bool, error) {
+	mine := createCluster("mine", map[string]string{"cluster.x-k8s.io/watch-filter": "team-a"})
+	theirs := createCluster("theirs", map[string]string{"cluster.x-k8s.io/watch-filter": "team-b"})
+	fixture.Eventually(t, "the manager reconciles its Cluster", time.Minute, func(ctx context.Context) string {
 		err := env.Client.Get(ctx, client.ObjectKeyFromObject(mine), mine)
-		return err == nil && slices.Contains(mine.Finalizers, clusterv1.ClusterFinalizer), nil
+		return fixture.Unless(err == nil && slices.Contains(mine.Finalizers, clusterv1.ClusterFinalizer), "")
 	})
 	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(theirs), theirs); err != nil {
 		t.Fatal(err)
@@ -93,10 +94,10 @@ func TestManagerCommand(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(body, `controller_runtime_reconcile_total{controller="cluster"`) {
 		t.Errorf("metrics (%d) lack the cluster controller's reconcile counter:\n%.500s", code, body)
 	}
-	eventually(t, "leader lease", 30*time.Second, func(ctx context.Context) (bool, error) {
+	fixture.Eventually(t, "leader lease", 30*time.Second, func(ctx context.Context) string {
 		lease := &metav1.PartialObjectMetadata{}
 		lease.SetGroupVersionKind(leaseGVK)
-		return env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "capstan-manager"}, lease) == nil, nil
+		return fixture.Unless(env.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "capstan-manager"}, lease) == nil, "")
 	})
 	if t.Failed() {
 		t.Logf("manager output:\n%s", logs.String())

@@ -25,6 +25,7 @@ import (
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	localv1 "capstan.dev/capstan/api/infrastructure/local/v1beta2"
 	"capstan.dev/capstan/internal/lockfile"
+	"capstan.dev/capstan/test/fixture"
 )
 
 // TestMoveBetweenPlanes moves a 3+2 local cluster (the ha flavor) from plane A to a
@@ -180,7 +181,7 @@ func TestMoveBetweenPlanes(t *testing.T) {
 func waitUnpausedAndAvailable(t *testing.T, c client.Client, name string) {
 	t.Helper()
 	cluster := &clusterv1.Cluster{}
-	waitFor(t, "Cluster "+name+" unpaused and Available", 2*time.Minute, func() string {
+	fixture.Eventually(t, "Cluster "+name+" unpaused and Available", 2*time.Minute, func(context.Context) string {
 		if err := c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, cluster); err != nil {
 			return err.Error()
 		}

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"capstan.dev/capstan/internal/certs"
+	"capstan.dev/capstan/test/fixture"
 )
 
 // clusterPKI is what a bootstrap provider generates for a new cluster.
@@ -330,39 +331,39 @@ func TestNodeRunInitAndJoin(t *testing.T) {
 	}
 	// Labels set with the admin credential, the not-ready taint's removal
 	// and the mirror pods follow the Node's registration by a moment.
-	eventuallyOK(t, time.Minute, func() error {
+	fixture.Eventually(t, "the control-plane Node labelled and tainted", time.Minute, func(context.Context) string {
 		node, err := admin.CoreV1().Nodes().Get(ctx, "c1-cp-1", metav1.GetOptions{})
 		if err != nil {
-			return err
+			return fixture.Reason(err)
 		}
 		if _, ok := node.Labels["node-role.kubernetes.io/control-plane"]; !ok || node.Labels["e2e"] != "control-plane" {
-			return fmt.Errorf("control-plane node labels = %v", node.Labels)
+			return fmt.Sprintf("control-plane node labels = %v", node.Labels)
 		}
 		if len(node.Spec.Taints) != 1 || node.Spec.Taints[0].Key != "node-role.kubernetes.io/control-plane" || node.Spec.Taints[0].Effect != corev1.TaintEffectNoSchedule {
-			return fmt.Errorf("control-plane node taints = %v, want kubeadm's default", node.Spec.Taints)
+			return fmt.Sprintf("control-plane node taints = %v, want kubeadm's default", node.Spec.Taints)
 		}
-		return nil
+		return ""
 	})
 	cm, err := admin.CoreV1().ConfigMaps("kube-system").Get(ctx, "kubeadm-config", metav1.GetOptions{})
 	if err != nil || !strings.Contains(cm.Data["ClusterConfiguration"], "clusterName: c1") {
 		t.Errorf("kubeadm-config: %v %v", err, cm.Data)
 	}
-	eventuallyOK(t, time.Minute, func() error {
+	fixture.Eventually(t, "the mirror pods advertising the machine's addresses", time.Minute, func(context.Context) string {
 		etcdPod, err := admin.CoreV1().Pods("kube-system").Get(ctx, "etcd-c1-cp-1", metav1.GetOptions{})
 		if err != nil {
-			return err
+			return fixture.Reason(err)
 		}
 		if u := etcdPod.Annotations["kubeadm.kubernetes.io/etcd.advertise-client-urls"]; u != fmt.Sprint(cp1.status()["etcdClientURL"]) {
-			return fmt.Errorf("etcd mirror pod advertises %q, status.json says %v", u, cp1.status()["etcdClientURL"])
+			return fmt.Sprintf("etcd mirror pod advertises %q, status.json says %v", u, cp1.status()["etcdClientURL"])
 		}
 		apiPod, err := admin.CoreV1().Pods("kube-system").Get(ctx, "kube-apiserver-c1-cp-1", metav1.GetOptions{})
 		if err != nil {
-			return err
+			return fixture.Reason(err)
 		}
 		if e := apiPod.Annotations["kubeadm.kubernetes.io/kube-apiserver.advertise-address.endpoint"]; e != endpoint {
-			return fmt.Errorf("kube-apiserver mirror pod endpoint %q, want %q", e, endpoint)
+			return fmt.Sprintf("kube-apiserver mirror pod endpoint %q, want %q", e, endpoint)
 		}
-		return nil
+		return ""
 	})
 
 	// A second node run on the same directory is refused while the first holds the lock.
@@ -445,9 +446,9 @@ func TestNodeRunInitAndJoin(t *testing.T) {
 		t.Errorf("etcd members = %v, want c1-cp-1 and c1-cp-2", members)
 	}
 	for _, name := range []string{"etcd-c1-cp-2", "kube-apiserver-c1-cp-2", "kube-controller-manager-c1-cp-2", "kube-scheduler-c1-cp-2"} {
-		eventuallyOK(t, time.Minute, func() error {
+		fixture.Eventually(t, "mirror pod "+name, time.Minute, func(context.Context) string {
 			_, err := admin.CoreV1().Pods("kube-system").Get(ctx, name, metav1.GetOptions{})
-			return err
+			return fixture.Reason(err)
 		})
 	}
 	// Scale down as KubeadmControlPlane does: the machine leaves the load
@@ -459,18 +460,18 @@ func TestNodeRunInitAndJoin(t *testing.T) {
 	}
 	// The answer follows the machine's API server's graceful stop, which
 	// ControlPlane.Leave bounds at 60 s (a loaded CI machine took over 30).
-	eventuallyOK(t, 75*time.Second, func() error {
+	fixture.Eventually(t, "c1-cp-2 has left the load balancer", 75*time.Second, func(context.Context) string {
 		n, err := admin.CoreV1().Nodes().Get(ctx, "c1-cp-2", metav1.GetOptions{})
 		if err != nil {
-			return err
+			return fixture.Reason(err)
 		}
 		if n.Annotations["capstan.dev/left-load-balancer"] != "true" {
-			return fmt.Errorf("c1-cp-2 has not left the load balancer: annotations %v", n.Annotations)
+			return fmt.Sprintf("c1-cp-2 has not left the load balancer: annotations %v", n.Annotations)
 		}
 		if _, err := os.Stat(filepath.Join(cp2.dir, "apiserver-endpoint")); !os.IsNotExist(err) {
-			return fmt.Errorf("c1-cp-2 answered left but keeps its apiserver-endpoint: %v", err)
+			return fmt.Sprintf("c1-cp-2 answered left but keeps its apiserver-endpoint: %v", err)
 		}
-		return nil
+		return ""
 	})
 	// Its etcd stops once removed, which is fatal to the machine: it
 	// reports Failed and exits non-zero on its own.
@@ -508,16 +509,16 @@ func TestNodeRunInitAndJoin(t *testing.T) {
 	if got := cp1.endpoint(); got != endpoint {
 		t.Errorf("restarted control plane serves at %s, was %s", got, endpoint)
 	}
-	eventuallyOK(t, 2*time.Minute, func() error {
+	fixture.Eventually(t, "the worker Node and the bootstrap token kept over the restart", 2*time.Minute, func(context.Context) string {
 		n, err := admin.CoreV1().Nodes().Get(ctx, "c1-md-0-w1", metav1.GetOptions{})
 		if err != nil {
-			return err
+			return fixture.Reason(err)
 		}
 		if n.Spec.ProviderID != "local://default/c1-md-0-w1" {
-			return fmt.Errorf("worker node lost after the restart: %+v", n.Spec)
+			return fmt.Sprintf("worker node lost after the restart: %+v", n.Spec)
 		}
 		_, err = admin.CoreV1().Secrets("kube-system").Get(ctx, "bootstrap-token-abcdef", metav1.GetOptions{})
-		return err
+		return fixture.Reason(err)
 	})
 	waitNodeReady(t, admin, "c1-cp-1", 2*time.Minute, cp1.log)
 	if err := cp1.stop(true); err != nil {
@@ -588,24 +589,6 @@ func removeEtcdMember(t *testing.T, pki *clusterPKI, url, name string) {
 		}
 	}
 	t.Fatalf("no etcd member %s", name)
-}
-
-// eventuallyOK retries check until it passes or timeout, then fails the test
-// with its last error.
-func eventuallyOK(t *testing.T, timeout time.Duration, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("after %s: %v", timeout, err)
-			return
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
 }
 
 // startLoadBalancer runs `capstan node lb` for machines under root and

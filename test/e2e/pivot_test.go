@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/test/fixture"
 )
 
 // TestPivot is the self-hosting flow on one machine: a workload cluster
@@ -69,7 +70,7 @@ func TestPivot(t *testing.T) {
 	}
 	waitReadyNodes(t, kubernetes.NewForConfigOrDie(cfg), 3, 3*time.Minute)
 	machines := &clusterv1.MachineList{}
-	waitFor(t, "3 Machines Running with Nodes", time.Minute, func() string {
+	fixture.Eventually(t, "3 Machines Running with Nodes", time.Minute, func(context.Context) string {
 		if err := self.List(ctx, machines, client.InNamespace("default")); err != nil {
 			return err.Error()
 		}

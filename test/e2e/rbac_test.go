@@ -21,6 +21,7 @@ import (
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/deploy"
+	"capstan.dev/capstan/test/fixture"
 	"capstan.dev/capstan/test/provider"
 )
 
@@ -93,17 +94,17 @@ func TestManagerRunsWithInstalledRBAC(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "the manager owns the infrastructure and reports on the Cluster", 90*time.Second, func(ctx context.Context) (bool, error) {
+	fixture.Eventually(t, "the manager owns the infrastructure and reports on the Cluster", 90*time.Second, func(ctx context.Context) string {
 		got := &unstructured.Unstructured{}
 		got.SetGroupVersionKind(provider.InfraCluster.GVK())
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(infra), got); err != nil {
-			return false, nil
+			return err.Error()
 		}
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cluster), cluster); err != nil {
-			return false, nil
+			return err.Error()
 		}
-		return len(got.GetOwnerReferences()) == 1 && slices.Contains(cluster.Finalizers, clusterv1.ClusterFinalizer) &&
-			cluster.Status.Phase == string(clusterv1.ClusterPhaseProvisioning), nil
+		return fixture.Unless(len(got.GetOwnerReferences()) == 1 && slices.Contains(cluster.Finalizers, clusterv1.ClusterFinalizer) &&
+			cluster.Status.Phase == string(clusterv1.ClusterPhaseProvisioning), "")
 	})
 	if strings.Contains(logs.String(), "forbidden") {
 		t.Errorf("the manager was refused something by RBAC:\n%s", grepLines(logs.String(), "forbidden"))

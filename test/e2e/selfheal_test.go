@@ -18,6 +18,7 @@ import (
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	localv1 "capstan.dev/capstan/api/infrastructure/local/v1beta2"
+	"capstan.dev/capstan/test/fixture"
 )
 
 // TestLocalClusterSelfHealing kills machines' processes, as a failing VM
@@ -119,7 +120,7 @@ func TestLocalClusterSelfHealing(t *testing.T) {
 		a := killMachine(t, mc, clusterv1.MachineDeploymentNameLabel, "heal-md-0")
 		b := killMachine(t, mc, clusterv1.MachineDeploymentNameLabel, "heal-md-0", a)
 		for _, name := range []string{a, b} {
-			waitFor(t, "Node "+name+" NotReady", 3*time.Minute, func() string {
+			fixture.Eventually(t, "Node "+name+" NotReady", 3*time.Minute, func(context.Context) string {
 				n, err := wl.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 				if err != nil {
 					return err.Error()
@@ -132,7 +133,7 @@ func TestLocalClusterSelfHealing(t *testing.T) {
 		}
 		time.Sleep(6 * time.Second) // past the check's 5s timeout
 		setPaused(false)
-		waitFor(t, "the health check refuses to remediate", 3*time.Minute, func() string {
+		fixture.Eventually(t, "the health check refuses to remediate", 3*time.Minute, func(context.Context) string {
 			if err := mc.Get(ctx, client.ObjectKey{Namespace: "default", Name: "heal-workers"}, mhc); err != nil {
 				return err.Error()
 			}
@@ -195,7 +196,7 @@ func contains(list []string, s string) bool {
 // back to n Ready nodes.
 func waitReplaced(t *testing.T, c client.Client, wl kubernetes.Interface, machine string, n int, timeout time.Duration) {
 	t.Helper()
-	waitFor(t, "Machine "+machine+" replaced", timeout, func() string {
+	fixture.Eventually(t, "Machine "+machine+" replaced", timeout, func(context.Context) string {
 		m := &clusterv1.Machine{}
 		if err := c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: machine}, m); err == nil {
 			return "Machine " + machine + " still there"

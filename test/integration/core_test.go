@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -59,11 +58,6 @@ func startManager(t *testing.T) (stop func()) {
 	return stop
 }
 
-func eventually(t *testing.T, what string, timeout time.Duration, check func() string) {
-	t.Helper()
-	fixture.Eventually(t, what, timeout, check)
-}
-
 func machines(t *testing.T, ns string) []clusterv1.Machine {
 	t.Helper()
 	list := &clusterv1.MachineList{}
@@ -82,7 +76,7 @@ func available(m *clusterv1.Machine) bool {
 // Node in the workload cluster, all at version.
 func runningWithNodes(t *testing.T, ns string, n int, version string) {
 	t.Helper()
-	eventually(t, fmt.Sprintf("%d Machines Running at %s", n, version), 2*time.Minute, func() string {
+	fixture.Eventually(t, fmt.Sprintf("%d Machines Running at %s", n, version), 2*time.Minute, func(context.Context) string {
 		ms := machines(t, ns)
 		if len(ms) != n {
 			return fmt.Sprintf("%d Machines", len(ms))
@@ -103,53 +97,14 @@ func runningWithNodes(t *testing.T, ns string, n int, version string) {
 
 func createCluster(t *testing.T, ns string, replicas int32) *clusterv1.MachineDeployment {
 	t.Helper()
-	ctx := context.Background()
-	kubeconfig, err := os.ReadFile(filepath.Join(wl.StateDir, "kubeconfig"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	infra := provider.InfraCluster.New(ns, "c", map[string]any{"controlPlaneEndpoint": map[string]any{"host": "127.0.0.1", "port": int64(6443)}})
-	cp := provider.ControlPlane.New(ns, "c", nil)
-	cluster := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}}
-	cluster.Spec.InfrastructureRef = provider.InfraCluster.Ref("c")
-	cluster.Spec.ControlPlaneRef = provider.ControlPlane.Ref("c")
-	template := map[string]any{"template": map[string]any{"spec": map[string]any{}}}
-	md := &clusterv1.MachineDeployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "workers"},
-		Spec: clusterv1.MachineDeploymentSpec{
-			ClusterName: "c",
-			Replicas:    ptr.To(replicas),
-			Rollout: clusterv1.MachineDeploymentRolloutSpec{Strategy: clusterv1.MachineDeploymentRolloutStrategy{
-				Type: clusterv1.RollingUpdateMachineDeploymentStrategyType,
-				RollingUpdate: clusterv1.MachineDeploymentRolloutStrategyRollingUpdate{
-					MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0)),
-				},
-			}},
-			Template: clusterv1.MachineTemplateSpec{Spec: clusterv1.MachineSpec{
-				ClusterName:       "c",
-				Version:           "v1.35.0",
-				Bootstrap:         clusterv1.Bootstrap{ConfigRef: provider.BootstrapConfigTemplate.Ref("workers")},
-				InfrastructureRef: provider.InfraMachineTemplate.Ref("workers"),
-			}},
+	md := fixture.Workers(ns, "c", replicas)
+	md.Spec.Rollout = clusterv1.MachineDeploymentRolloutSpec{Strategy: clusterv1.MachineDeploymentRolloutStrategy{
+		Type: clusterv1.RollingUpdateMachineDeploymentStrategyType,
+		RollingUpdate: clusterv1.MachineDeploymentRolloutStrategyRollingUpdate{
+			MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0)),
 		},
-	}
-	for _, o := range []client.Object{
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c-kubeconfig"}, Data: map[string][]byte{"value": kubeconfig}},
-		infra, cp,
-		provider.InfraMachineTemplate.New(ns, "workers", template),
-		provider.BootstrapConfigTemplate.New(ns, "workers", template),
-		cluster, md,
-	} {
-		if err := mgmt.Client.Create(ctx, o); err != nil {
-			t.Fatalf("creating %s: %v", o.GetName(), err)
-		}
-	}
-	if err := provider.SetStatus(ctx, mgmt.Client, infra, map[string]any{"initialization": map[string]any{"provisioned": true}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := provider.SetStatus(ctx, mgmt.Client, cp, map[string]any{"initialization": map[string]any{"controlPlaneInitialized": true}}); err != nil {
-		t.Fatal(err)
-	}
+	}}
+	fixture.CreateProviderCluster(t, mgmt, wl, ns, "c", md, true)
 	return md
 }
 
@@ -229,7 +184,7 @@ func TestClusterLifecycle(t *testing.T) {
 	runningWithNodes(t, ns, 5, "v1.35.0")
 	w := watchRollout(t, ns, 6, 5)
 	patchMD(t, md, `{"spec":{"template":{"spec":{"version":"v1.35.1"}}}}`)
-	eventually(t, "rollout under way", time.Minute, func() string {
+	fixture.Eventually(t, "rollout under way", time.Minute, func(context.Context) string {
 		for _, m := range machines(t, ns) {
 			if m.Spec.Version == "v1.35.1" && available(&m) {
 				return ""
@@ -267,7 +222,7 @@ func TestClusterLifecycle(t *testing.T) {
 	if err := mgmt.Client.Delete(ctx, &victim); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "deleted Machine replaced at the new version", 2*time.Minute, func() string {
+	fixture.Eventually(t, "deleted Machine replaced at the new version", 2*time.Minute, func(context.Context) string {
 		n, updated := 0, 0
 		for _, m := range machines(t, ns) {
 			n++
@@ -286,7 +241,7 @@ func TestClusterLifecycle(t *testing.T) {
 	if err := mgmt.Client.Patch(ctx, cluster, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"paused":true}}`))); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "Paused condition", 30*time.Second, func() string {
+	fixture.Eventually(t, "Paused condition", 30*time.Second, func(context.Context) string {
 		_ = mgmt.Client.Get(ctx, client.ObjectKeyFromObject(md), md)
 		c := meta.FindStatusCondition(md.Status.Conditions, clusterv1.PausedCondition)
 		if c == nil || c.Status != metav1.ConditionTrue {
@@ -302,7 +257,7 @@ func TestClusterLifecycle(t *testing.T) {
 	if err := mgmt.Client.Patch(ctx, cluster, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"paused":false}}`))); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "scaled after unpause", 2*time.Minute, func() string {
+	fixture.Eventually(t, "scaled after unpause", 2*time.Minute, func(context.Context) string {
 		if n := len(machines(t, ns)); n != 6 {
 			return fmt.Sprintf("%d Machines", n)
 		}
@@ -313,7 +268,7 @@ func TestClusterLifecycle(t *testing.T) {
 	if err := mgmt.Client.Delete(ctx, cluster); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "everything deleted", 2*time.Minute, func() string {
+	fixture.Eventually(t, "everything deleted", 2*time.Minute, func(context.Context) string {
 		for _, list := range []client.ObjectList{&clusterv1.ClusterList{}, &clusterv1.MachineDeploymentList{}, &clusterv1.MachineSetList{}, &clusterv1.MachineList{}} {
 			if err := mgmt.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
 				return err.Error()

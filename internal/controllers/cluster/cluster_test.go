@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -24,6 +23,7 @@ import (
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/manager"
 	"capstan.dev/capstan/internal/testenv"
+	"capstan.dev/capstan/test/fixture"
 	"capstan.dev/capstan/test/provider"
 )
 
@@ -64,23 +64,20 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// waitFor polls the cluster until check passes, and fails with the last
+// clusterCheck polls the cluster until check passes, and fails with the last
 // reason check gave.
-func waitFor(t *testing.T, key client.ObjectKey, check func(*clusterv1.Cluster) string) *clusterv1.Cluster {
+func clusterCheck(t *testing.T, key client.ObjectKey, check func(*clusterv1.Cluster) string) *clusterv1.Cluster {
 	t.Helper()
 	c := &clusterv1.Cluster{}
-	why := ""
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	fixture.Eventually(t, "cluster "+key.Name, 30*time.Second, func(ctx context.Context) string {
 		if err := env.Client.Get(ctx, key, c); err != nil {
-			why = err.Error()
-			return false, nil
+			return err.Error()
 		}
-		why = check(c)
-		return why == "", nil
+		if why := check(c); why != "" {
+			return fmt.Sprintf("%s (conditions %+v)", why, c.Status.Conditions)
+		}
+		return ""
 	})
-	if err != nil {
-		t.Fatalf("cluster %s: %s (conditions %+v)", key.Name, why, c.Status.Conditions)
-	}
 	return c
 }
 
@@ -92,36 +89,16 @@ func condition(c *clusterv1.Cluster, t string, status metav1.ConditionStatus) st
 	return ""
 }
 
-func create(t *testing.T, objs ...client.Object) {
-	t.Helper()
-	for _, o := range objs {
-		if err := env.Client.Create(context.Background(), o); err != nil {
-			t.Fatalf("creating %s %s: %v", o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), err)
-		}
-	}
-}
-
-func newCluster(ns, name string, infra, cp *unstructured.Unstructured) *clusterv1.Cluster {
-	c := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	if infra != nil {
-		c.Spec.InfrastructureRef = clusterv1.ContractVersionedObjectReference{APIGroup: infra.GroupVersionKind().Group, Kind: infra.GetKind(), Name: infra.GetName()}
-	}
-	if cp != nil {
-		c.Spec.ControlPlaneRef = clusterv1.ContractVersionedObjectReference{APIGroup: cp.GroupVersionKind().Group, Kind: cp.GetKind(), Name: cp.GetName()}
-	}
-	return c
-}
-
 func TestClusterFollowsItsInfrastructureAndControlPlane(t *testing.T) {
 	ctx := context.Background()
 	ns := env.Namespace(t)
 	infra := provider.InfraCluster.New(ns, "c1", nil)
 	cp := provider.ControlPlane.New(ns, "c1", map[string]any{"replicas": int64(3)})
-	cluster := newCluster(ns, "c1", infra, cp)
-	create(t, infra, cp, cluster)
+	cluster := fixture.NewCluster(ns, "c1", fixture.Infrastructure(infra), fixture.ControlPlane(cp))
+	fixture.Create(t, env.Client, infra, cp, cluster)
 	key := client.ObjectKeyFromObject(cluster)
 
-	waitFor(t, key, func(c *clusterv1.Cluster) string {
+	clusterCheck(t, key, func(c *clusterv1.Cluster) string {
 		if !strings.Contains(strings.Join(c.Finalizers, ","), clusterv1.ClusterFinalizer) {
 			return "no finalizer"
 		}
@@ -152,7 +129,7 @@ func TestClusterFollowsItsInfrastructureAndControlPlane(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	c := waitFor(t, key, func(c *clusterv1.Cluster) string {
+	c := clusterCheck(t, key, func(c *clusterv1.Cluster) string {
 		if c.Status.Phase != string(clusterv1.ClusterPhaseProvisioned) {
 			return "phase " + c.Status.Phase
 		}
@@ -173,7 +150,7 @@ func TestClusterFollowsItsInfrastructureAndControlPlane(t *testing.T) {
 	// it does not answer.
 	probeSays := func(want string) {
 		t.Helper()
-		waitFor(t, key, func(c *clusterv1.Cluster) string {
+		clusterCheck(t, key, func(c *clusterv1.Cluster) string {
 			cond := meta.FindStatusCondition(c.Status.Conditions, clusterv1.ClusterRemoteConnectionProbeCondition)
 			if cond == nil || cond.Status != metav1.ConditionFalse || !strings.Contains(cond.Message, want) {
 				return fmt.Sprintf("RemoteConnectionProbe %+v should be False and say %q", cond, want)
@@ -193,7 +170,7 @@ func TestClusterFollowsItsInfrastructureAndControlPlane(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c1-kubeconfig", Labels: map[string]string{clusterv1.ClusterNameLabel: "c1"}},
 		Data:       map[string][]byte{"value": kubeconfigAt(t, kubeconfig, "https://127.0.0.1:1")},
 	}
-	create(t, secret)
+	fixture.Create(t, env.Client, secret)
 	probeSays("connection refused")
 
 	// The control plane comes up.
@@ -204,7 +181,7 @@ func TestClusterFollowsItsInfrastructureAndControlPlane(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	c = waitFor(t, key, func(c *clusterv1.Cluster) string {
+	c = clusterCheck(t, key, func(c *clusterv1.Cluster) string {
 		if cp := c.Status.ControlPlane; cp == nil || ptr.Deref(cp.ReadyReplicas, -1) != 2 || ptr.Deref(cp.DesiredReplicas, -1) != 3 {
 			return fmt.Sprintf("control plane counters %+v", c.Status.ControlPlane)
 		}
@@ -223,7 +200,7 @@ func TestClusterFollowsItsInfrastructureAndControlPlane(t *testing.T) {
 	if err := env.Client.Update(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, key, func(c *clusterv1.Cluster) string {
+	clusterCheck(t, key, func(c *clusterv1.Cluster) string {
 		if why := condition(c, clusterv1.ClusterRemoteConnectionProbeCondition, metav1.ConditionTrue); why != "" {
 			return why
 		}
@@ -254,12 +231,12 @@ func TestClusterReadsV1beta1Providers(t *testing.T) {
 	// A provider still on the v1beta1 contract reports status.ready.
 	legacy := provider.Kind{Group: provider.InfrastructureGroup, Kind: "LegacyTestMachine", Version: "v1beta1"}
 	infra := legacy.New(ns, "old", map[string]any{"controlPlaneEndpoint": map[string]any{"host": "h", "port": int64(443)}})
-	cluster := newCluster(ns, "old", infra, nil)
-	create(t, infra, cluster)
+	cluster := fixture.NewCluster(ns, "old", fixture.Infrastructure(infra))
+	fixture.Create(t, env.Client, infra, cluster)
 	if err := provider.SetStatus(ctx, env.Client, infra, map[string]any{"ready": true}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, client.ObjectKeyFromObject(cluster), func(c *clusterv1.Cluster) string {
+	clusterCheck(t, client.ObjectKeyFromObject(cluster), func(c *clusterv1.Cluster) string {
 		if c.Status.Phase != string(clusterv1.ClusterPhaseProvisioned) {
 			return "phase " + c.Status.Phase
 		}
@@ -271,8 +248,8 @@ func TestUninstalledProviderIsExplained(t *testing.T) {
 	ns := env.Namespace(t)
 	cluster := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nope"}}
 	cluster.Spec.InfrastructureRef = clusterv1.ContractVersionedObjectReference{APIGroup: "infrastructure.example.com", Kind: "MissingCluster", Name: "x"}
-	create(t, cluster)
-	waitFor(t, client.ObjectKeyFromObject(cluster), func(c *clusterv1.Cluster) string {
+	fixture.Create(t, env.Client, cluster)
+	clusterCheck(t, client.ObjectKeyFromObject(cluster), func(c *clusterv1.Cluster) string {
 		cond := meta.FindStatusCondition(c.Status.Conditions, clusterv1.InfrastructureReadyCondition)
 		if cond == nil || !strings.Contains(cond.Message, "missingclusters.infrastructure.example.com") {
 			return fmt.Sprintf("InfrastructureReady %+v does not name the missing CRD", cond)
@@ -284,10 +261,10 @@ func TestUninstalledProviderIsExplained(t *testing.T) {
 func TestPausedClusterIsLeftAlone(t *testing.T) {
 	ns := env.Namespace(t)
 	infra := provider.InfraCluster.New(ns, "p", nil)
-	cluster := newCluster(ns, "p", infra, nil)
+	cluster := fixture.NewCluster(ns, "p", fixture.Infrastructure(infra))
 	cluster.Spec.Paused = ptr.To(true)
-	create(t, infra, cluster)
-	c := waitFor(t, client.ObjectKeyFromObject(cluster), func(c *clusterv1.Cluster) string {
+	fixture.Create(t, env.Client, infra, cluster)
+	c := clusterCheck(t, client.ObjectKeyFromObject(cluster), func(c *clusterv1.Cluster) string {
 		return condition(c, clusterv1.PausedCondition, metav1.ConditionTrue)
 	})
 	if len(c.Finalizers) != 0 || c.Status.Phase != "" {

@@ -8,11 +8,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/test/fixture"
 	"capstan.dev/capstan/test/provider"
 )
 
@@ -39,14 +39,6 @@ func release(t *testing.T, obj client.Object) {
 	}
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true,
-		func(context.Context) (bool, error) { return cond(), nil }); err != nil {
-		t.Fatalf("%s: not within 30s", what)
-	}
-}
-
 // Deleting a Cluster takes workers first, then the control plane, then the
 // infrastructure, and only then lets the Cluster go.
 func TestClusterDeletionOrder(t *testing.T) {
@@ -56,7 +48,7 @@ func TestClusterDeletionOrder(t *testing.T) {
 	infra.SetFinalizers([]string{holdFinalizer})
 	cp := provider.ControlPlane.New(ns, "d", nil)
 	cp.SetFinalizers([]string{holdFinalizer})
-	cluster := newCluster(ns, "d", infra, cp)
+	cluster := fixture.NewCluster(ns, "d", fixture.Infrastructure(infra), fixture.ControlPlane(cp))
 	worker := &clusterv1.Machine{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "d-worker", Labels: map[string]string{clusterv1.ClusterNameLabel: "d"}, Finalizers: []string{holdFinalizer}},
 		Spec: clusterv1.MachineSpec{
@@ -65,9 +57,9 @@ func TestClusterDeletionOrder(t *testing.T) {
 			InfrastructureRef: provider.InfraMachine.Ref("d-worker"),
 		},
 	}
-	create(t, infra, cp, cluster, worker)
+	fixture.Create(t, env.Client, infra, cp, cluster, worker)
 	key := client.ObjectKeyFromObject(cluster)
-	waitFor(t, key, func(c *clusterv1.Cluster) string {
+	clusterCheck(t, key, func(c *clusterv1.Cluster) string {
 		if len(c.Finalizers) == 0 {
 			return "no finalizer yet"
 		}
@@ -77,8 +69,10 @@ func TestClusterDeletionOrder(t *testing.T) {
 	if err := env.Client.Delete(ctx, cluster); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "worker Machine deleted first", func() bool { return exists(t, worker) && !worker.DeletionTimestamp.IsZero() })
-	c := waitFor(t, key, func(c *clusterv1.Cluster) string {
+	fixture.Eventually(t, "worker Machine deleted first", 30*time.Second, func(context.Context) string {
+		return fixture.Unless(exists(t, worker) && !worker.DeletionTimestamp.IsZero(), "")
+	})
+	c := clusterCheck(t, key, func(c *clusterv1.Cluster) string {
 		cond := meta.FindStatusCondition(c.Status.Conditions, clusterv1.DeletingCondition)
 		if cond == nil || cond.Status != metav1.ConditionTrue || cond.Message != "waiting for 1 worker Machine to be deleted" {
 			return "Deleting condition does not say it waits for the worker"
@@ -95,15 +89,19 @@ func TestClusterDeletionOrder(t *testing.T) {
 	}
 
 	release(t, worker)
-	eventually(t, "control plane deleted once workers are gone", func() bool { return exists(t, cp) && !cp.GetDeletionTimestamp().IsZero() })
+	fixture.Eventually(t, "control plane deleted once workers are gone", 30*time.Second, func(context.Context) string {
+		return fixture.Unless(exists(t, cp) && !cp.GetDeletionTimestamp().IsZero(), "")
+	})
 	if !exists(t, infra) || !infra.GetDeletionTimestamp().IsZero() {
 		t.Fatal("infrastructure deleted while the control plane remained")
 	}
 	release(t, cp)
-	eventually(t, "infrastructure deleted once the control plane is gone", func() bool { return exists(t, infra) && !infra.GetDeletionTimestamp().IsZero() })
+	fixture.Eventually(t, "infrastructure deleted once the control plane is gone", 30*time.Second, func(context.Context) string {
+		return fixture.Unless(exists(t, infra) && !infra.GetDeletionTimestamp().IsZero(), "")
+	})
 	if !exists(t, cluster) {
 		t.Fatal("Cluster gone while its infrastructure remained")
 	}
 	release(t, infra)
-	eventually(t, "Cluster gone once nothing remains", func() bool { return !exists(t, cluster) })
+	fixture.Eventually(t, "Cluster gone once nothing remains", 30*time.Second, func(context.Context) string { return fixture.Unless(!exists(t, cluster), "") })
 }

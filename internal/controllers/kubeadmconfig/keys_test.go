@@ -33,7 +33,7 @@ func TestInitControlPlaneKeyAlgorithm(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			ns := mgmt.Namespace(t)
-			c := newCluster(t, ns, clusterOpts{provisioned: true})
+			c := createCluster(t, ns, clusterOpts{provisioned: true})
 			spec := initSpec()
 			spec.ClusterConfiguration.EncryptionAlgorithm = tc.set
 			cfg, _ := newMachine(t, c, "cp-0", true, spec)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -86,11 +85,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func eventually(t *testing.T, what string, check func(ctx context.Context) string) {
-	t.Helper()
-	fixture.Eventually(t, what, 30*time.Second, func() string { return check(context.Background()) })
-}
-
 type clusterOpts struct {
 	provisioned bool
 	// workloadKubeconfig supplies <cluster>-kubeconfig reaching workloadEnv.
@@ -98,34 +92,21 @@ type clusterOpts struct {
 	paused             bool
 }
 
-func newCluster(t *testing.T, ns string, o clusterOpts) *clusterv1.Cluster {
+func createCluster(t *testing.T, ns string, o clusterOpts) *clusterv1.Cluster {
 	t.Helper()
-	ctx := context.Background()
-	c := &clusterv1.Cluster{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c1"},
-		Spec: clusterv1.ClusterSpec{
-			ControlPlaneEndpoint: clusterv1.APIEndpoint{Host: "127.0.0.1", Port: 40123},
-			ClusterNetwork: clusterv1.ClusterNetwork{
-				Pods: clusterv1.NetworkRanges{CIDRBlocks: []string{"192.168.0.0/16"}}, Services: clusterv1.NetworkRanges{CIDRBlocks: []string{"10.96.0.0/12"}},
-				ServiceDomain: "cluster.local",
-			},
-		},
-	}
-	if o.paused {
-		c.Spec.Paused = ptr.To(true)
-	}
-	if err := mgmt.Client.Create(ctx, c); err != nil {
-		t.Fatal(err)
-	}
+	c := fixture.NewCluster(ns, "c1", func(c *clusterv1.Cluster) {
+		c.Spec.ControlPlaneEndpoint = clusterv1.APIEndpoint{Host: "127.0.0.1", Port: 40123}
+		c.Spec.ClusterNetwork = clusterv1.ClusterNetwork{
+			Pods: clusterv1.NetworkRanges{CIDRBlocks: []string{"192.168.0.0/16"}}, Services: clusterv1.NetworkRanges{CIDRBlocks: []string{"10.96.0.0/12"}},
+			ServiceDomain: "cluster.local",
+		}
+		if o.paused {
+			c.Spec.Paused = ptr.To(true)
+		}
+	})
+	fixture.Create(t, mgmt.Client, c)
 	if o.workloadKubeconfig {
-		kubeconfig, err := os.ReadFile(filepath.Join(workloadEnv.StateDir, "kubeconfig"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c1-kubeconfig"}, Data: map[string][]byte{"value": kubeconfig}}
-		if err := mgmt.Client.Create(ctx, s); err != nil {
-			t.Fatal(err)
-		}
+		fixture.Create(t, mgmt.Client, fixture.KubeconfigSecret(t, workloadEnv, ns, "c1"))
 	}
 	if o.provisioned {
 		setClusterStatus(t, c, `{"status":{"initialization":{"infrastructureProvisioned":true}}}`)
@@ -206,7 +187,7 @@ func condition(cfg *bootstrapv1.KubeadmConfig, t string) *metav1.Condition {
 // waitData waits for the config's data secret and returns it parsed.
 func waitData(t *testing.T, cfg *bootstrapv1.KubeadmConfig) (*corev1.Secret, *cloudinit.Config) {
 	t.Helper()
-	eventually(t, "data secret of "+cfg.Name, func(ctx context.Context) string {
+	fixture.Eventually(t, "data secret of "+cfg.Name, 30*time.Second, func(ctx context.Context) string {
 		if err := getConfig(ctx, cfg); err != nil {
 			return err.Error()
 		}
@@ -258,7 +239,7 @@ var pkiFiles = []string{"ca.crt", "ca.key", "etcd/ca.crt", "etcd/ca.key", "front
 
 func TestInitControlPlane(t *testing.T) {
 	ns := mgmt.Namespace(t)
-	c := newCluster(t, ns, clusterOpts{provisioned: true})
+	c := createCluster(t, ns, clusterOpts{provisioned: true})
 	cfg, _ := newMachine(t, c, "cp-0", true, initSpec())
 
 	_, data := waitData(t, cfg)
@@ -314,7 +295,7 @@ func TestInitControlPlane(t *testing.T) {
 func TestOnlyOneControlPlaneMachineInits(t *testing.T) {
 	ctx := context.Background()
 	ns := mgmt.Namespace(t)
-	c := newCluster(t, ns, clusterOpts{workloadKubeconfig: true})
+	c := createCluster(t, ns, clusterOpts{workloadKubeconfig: true})
 	a, _ := newMachine(t, c, "cp-a", true, initSpec())
 	b, _ := newMachine(t, c, "cp-b", true, initSpec())
 	// Shaped like KubeadmControlPlane's later Machines: join only, with the
@@ -326,7 +307,7 @@ func TestOnlyOneControlPlaneMachineInits(t *testing.T) {
 	setClusterStatus(t, c, `{"status":{"initialization":{"infrastructureProvisioned":true}}}`)
 
 	var winner, loser *bootstrapv1.KubeadmConfig
-	eventually(t, "one init, one waiting", func(ctx context.Context) string {
+	fixture.Eventually(t, "one init, one waiting", 30*time.Second, func(ctx context.Context) string {
 		for _, cfg := range []*bootstrapv1.KubeadmConfig{a, b} {
 			if err := getConfig(ctx, cfg); err != nil {
 				return err.Error()
@@ -392,7 +373,7 @@ func TestOnlyOneControlPlaneMachineInits(t *testing.T) {
 	if _, ok := files(data)[kubeadmconfig.JoinConfigPath]; !ok {
 		t.Error("the join-only machine must join")
 	}
-	eventually(t, "lock released", func(ctx context.Context) string {
+	fixture.Eventually(t, "lock released", 30*time.Second, func(ctx context.Context) string {
 		err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c1-lock"}, &corev1.ConfigMap{})
 		if apierrors.IsNotFound(err) {
 			return ""
@@ -404,7 +385,7 @@ func TestOnlyOneControlPlaneMachineInits(t *testing.T) {
 func TestInitLockOfDeletedMachineIsTakenOver(t *testing.T) {
 	ctx := context.Background()
 	ns := mgmt.Namespace(t)
-	c := newCluster(t, ns, clusterOpts{provisioned: true})
+	c := createCluster(t, ns, clusterOpts{provisioned: true})
 	stale := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c1-lock"},
 		Data:       map[string]string{"lock-information": `{"machineName":"gone"}`},
@@ -420,7 +401,7 @@ func TestInitLockOfDeletedMachineIsTakenOver(t *testing.T) {
 // Machines init without the lock (and without its two writes).
 func TestControlPlaneOwnedMachineInitsWithoutLock(t *testing.T) {
 	ns := mgmt.Namespace(t)
-	c := newCluster(t, ns, clusterOpts{provisioned: true})
+	c := createCluster(t, ns, clusterOpts{provisioned: true})
 	// No control plane controller runs here: the object only has to exist,
 	// or the garbage collector would take the Machine it owns.
 	kcp := &unstructured.Unstructured{Object: map[string]any{
@@ -462,10 +443,10 @@ func TestWorkerWaitsThenJoinsWithToken(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	c := newCluster(t, ns, clusterOpts{provisioned: true, workloadKubeconfig: true})
+	c := createCluster(t, ns, clusterOpts{provisioned: true, workloadKubeconfig: true})
 	cfg, m := newMachine(t, c, "md-0", false, joinSpec())
 
-	eventually(t, "worker waits for initialization", func(ctx context.Context) string {
+	fixture.Eventually(t, "worker waits for initialization", 30*time.Second, func(ctx context.Context) string {
 		if err := getConfig(ctx, cfg); err != nil {
 			return err.Error()
 		}
@@ -544,7 +525,7 @@ func TestWorkerWaitsThenJoinsWithToken(t *testing.T) {
 	}
 
 	// No Node yet: the token is kept alive.
-	eventually(t, "token extended", func(context.Context) string {
+	fixture.Eventually(t, "token extended", 30*time.Second, func(context.Context) string {
 		if e := expiration(); !e.After(first) {
 			return "expiration still " + e.String()
 		}
@@ -554,7 +535,7 @@ func TestWorkerWaitsThenJoinsWithToken(t *testing.T) {
 	if err := workloadEnv.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tokenKey.Namespace, Name: tokenKey.Name}}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "token re-created", func(ctx context.Context) string {
+	fixture.Eventually(t, "token re-created", 30*time.Second, func(ctx context.Context) string {
 		s := &corev1.Secret{}
 		if err := workloadEnv.Client.Get(ctx, tokenKey, s); err != nil {
 			return err.Error()
@@ -587,9 +568,9 @@ func TestWorkerWaitsThenJoinsWithToken(t *testing.T) {
 func TestPauseHonoured(t *testing.T) {
 	ctx := context.Background()
 	ns := mgmt.Namespace(t)
-	c := newCluster(t, ns, clusterOpts{provisioned: true, paused: true})
+	c := createCluster(t, ns, clusterOpts{provisioned: true, paused: true})
 	cfg, _ := newMachine(t, c, "cp-0", true, initSpec())
-	eventually(t, "paused", func(ctx context.Context) string {
+	fixture.Eventually(t, "paused", 30*time.Second, func(ctx context.Context) string {
 		if err := getConfig(ctx, cfg); err != nil {
 			return err.Error()
 		}
@@ -619,7 +600,7 @@ func TestPauseHonoured(t *testing.T) {
 func TestConfigWithDataReportsPause(t *testing.T) {
 	ctx := context.Background()
 	ns := mgmt.Namespace(t)
-	c := newCluster(t, ns, clusterOpts{provisioned: true})
+	c := createCluster(t, ns, clusterOpts{provisioned: true})
 	cfg, _ := newMachine(t, c, "cp-0", true, initSpec())
 	waitData(t, cfg)
 	for _, paused := range []bool{true, false} {
@@ -631,7 +612,7 @@ func TestConfigWithDataReportsPause(t *testing.T) {
 		if paused {
 			want = metav1.ConditionTrue
 		}
-		eventually(t, "Paused "+string(want), func(ctx context.Context) string {
+		fixture.Eventually(t, "Paused "+string(want), 30*time.Second, func(ctx context.Context) string {
 			if err := getConfig(ctx, cfg); err != nil {
 				return err.Error()
 			}
@@ -646,11 +627,11 @@ func TestConfigWithDataReportsPause(t *testing.T) {
 func TestFilesFromSecretsAndMissingSecret(t *testing.T) {
 	ctx := context.Background()
 	ns := mgmt.Namespace(t)
-	c := newCluster(t, ns, clusterOpts{provisioned: true})
+	c := createCluster(t, ns, clusterOpts{provisioned: true})
 	spec := initSpec()
 	spec.Files = []bootstrapv1.File{{Path: "/etc/extra.conf", ContentFrom: bootstrapv1.FileSource{Secret: bootstrapv1.SecretFileSource{Name: "extra", Key: "conf"}}}}
 	cfg, _ := newMachine(t, c, "cp-0", true, spec)
-	eventually(t, "missing secret reported", func(ctx context.Context) string {
+	fixture.Eventually(t, "missing secret reported", 30*time.Second, func(ctx context.Context) string {
 		if err := getConfig(ctx, cfg); err != nil {
 			return err.Error()
 		}

@@ -68,10 +68,7 @@ func createCluster(t *testing.T, ns string, replicas int32) *controlplanev1.Kube
 	t.Helper()
 	ctx := context.Background()
 	c := planes.Mgmt.Client
-	kubeconfig, err := planes.WorkloadKubeconfigSecret(ns, "c")
-	if err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := fixture.KubeconfigSecret(t, planes.Workload, ns, "c")
 	pki := filepath.Join(planes.Workload.StateDir, "pki")
 	caCert, err := os.ReadFile(filepath.Join(pki, "ca.crt"))
 	if err != nil {
@@ -159,7 +156,7 @@ func TestInitJoinGatesAndDeletion(t *testing.T) {
 	wl := planes.Workload.Client
 	createCluster(t, ns, 3)
 
-	fixture.Eventually(t, "certificates and kubeconfig", 30*time.Second, func() string {
+	fixture.Eventually(t, "certificates and kubeconfig", 30*time.Second, func(context.Context) string {
 		for _, name := range []string{"c-ca", "c-proxy", "c-sa", "c-etcd", "c-kubeconfig"} {
 			s := &corev1.Secret{}
 			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, s); err != nil {
@@ -170,7 +167,7 @@ func TestInitJoinGatesAndDeletion(t *testing.T) {
 	})
 	// clusterctl move and the garbage collector find the machine template
 	// through its owner: the Cluster.
-	fixture.Eventually(t, "the Cluster owns the control plane's machine template", 30*time.Second, func() string {
+	fixture.Eventually(t, "the Cluster owns the control plane's machine template", 30*time.Second, func(context.Context) string {
 		cluster, tmpl := &clusterv1.Cluster{}, &unstructured.Unstructured{}
 		tmpl.SetGroupVersionKind(provider.InfraMachineTemplate.GVK())
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c"}, cluster); err != nil {
@@ -192,7 +189,7 @@ func TestInitJoinGatesAndDeletion(t *testing.T) {
 	}
 
 	var first clusterv1.Machine
-	fixture.Eventually(t, "the init Machine", 30*time.Second, func() string {
+	fixture.Eventually(t, "the init Machine", 30*time.Second, func(context.Context) string {
 		ms := controlPlaneMachines(t, ns)
 		if len(ms) != 1 {
 			return fmt.Sprintf("%d Machines", len(ms))
@@ -219,7 +216,7 @@ func TestInitJoinGatesAndDeletion(t *testing.T) {
 	}
 	// The Machine's objects are created owned by it; once the Machine
 	// controller has read them, it still has not written their owners.
-	fixture.Eventually(t, "the Machine controller read the init Machine's objects", 30*time.Second, func() string {
+	fixture.Eventually(t, "the Machine controller read the init Machine's objects", 30*time.Second, func(context.Context) string {
 		m := &clusterv1.Machine{}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(&first), m); err != nil {
 			return err.Error()
@@ -236,7 +233,7 @@ func TestInitJoinGatesAndDeletion(t *testing.T) {
 	ownedByMachineAtCreation(t, cfg, &first)
 	ownedByMachineAtCreation(t, infra, &first)
 
-	fixture.Consistently(t, "no join before kubeadm init finished", 3*time.Second, func() string {
+	fixture.Consistently(t, "no join before kubeadm init finished", 3*time.Second, func(context.Context) string {
 		if n := len(controlPlaneMachines(t, ns)); n != 1 {
 			return fmt.Sprintf("%d Machines", n)
 		}
@@ -256,7 +253,7 @@ func TestInitJoinGatesAndDeletion(t *testing.T) {
 	if err := wl.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kubeadm-config"}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	fixture.Eventually(t, "the first Machine's Node", 30*time.Second, func() string {
+	fixture.Eventually(t, "the first Machine's Node", 30*time.Second, func(context.Context) string {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(&first), &first); err != nil {
 			return err.Error()
 		}
@@ -274,7 +271,7 @@ func TestInitJoinGatesAndDeletion(t *testing.T) {
 	}
 	runKubelet(t, first.Status.NodeRef.Name, fmt.Sprintf("127.0.0.1:%d", ports.EtcdClient))
 
-	fixture.Eventually(t, "initialized, and the join held back by etcd", 30*time.Second, func() string {
+	fixture.Eventually(t, "initialized, and the join held back by etcd", 30*time.Second, func(context.Context) string {
 		kcp := getKCP(t, ns)
 		if !ptr.Deref(kcp.Status.Initialization.ControlPlaneInitialized, false) {
 			return "not initialized: " + conditionMessage(kcp, controlplanev1.KubeadmControlPlaneInitializedCondition)
@@ -291,7 +288,7 @@ func TestInitJoinGatesAndDeletion(t *testing.T) {
 		return ""
 	})
 	cluster := &clusterv1.Cluster{}
-	fixture.Eventually(t, "the Cluster reports its control plane initialized", 30*time.Second, func() string {
+	fixture.Eventually(t, "the Cluster reports its control plane initialized", 30*time.Second, func(context.Context) string {
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c"}, cluster); err != nil {
 			return err.Error()
 		}
@@ -307,7 +304,7 @@ func TestInitJoinGatesAndDeletion(t *testing.T) {
 	if err := c.Delete(ctx, getKCP(t, ns)); err != nil {
 		t.Fatal(err)
 	}
-	fixture.Eventually(t, "control plane deleted with its Machines", time.Minute, func() string {
+	fixture.Eventually(t, "control plane deleted with its Machines", time.Minute, func(context.Context) string {
 		if n := len(controlPlaneMachines(t, ns)); n != 0 {
 			return fmt.Sprintf("%d Machines left", n)
 		}
@@ -458,7 +455,7 @@ func TestMissingObjectsAreCreated(t *testing.T) {
 
 	cfg := &bootstrapv1.KubeadmConfig{}
 	machineInfra := provider.InfraMachine.New(ns, "c-cp-crash", nil)
-	fixture.Eventually(t, "the Machine's objects", 30*time.Second, func() string {
+	fixture.Eventually(t, "the Machine's objects", 30*time.Second, func(context.Context) string {
 		for _, o := range []client.Object{cfg, machineInfra} {
 			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c-cp-crash"}, o); err != nil {
 				return err.Error()
@@ -477,7 +474,7 @@ func TestMissingObjectsAreCreated(t *testing.T) {
 	if a := machineInfra.GetAnnotations(); a[clusterv1.TemplateClonedFromNameAnnotation] != "cp" {
 		t.Errorf("TestMachine annotations %v", a)
 	}
-	fixture.Consistently(t, "no second Machine", 2*time.Second, func() string {
+	fixture.Consistently(t, "no second Machine", 2*time.Second, func(context.Context) string {
 		if ms := controlPlaneMachines(t, ns); len(ms) != 1 {
 			return fmt.Sprintf("%d Machines", len(ms))
 		}

@@ -47,7 +47,7 @@ func TestCertificatesKeyAlgorithm(t *testing.T) {
 				t.Fatal(err)
 			}
 			secrets := map[string]*corev1.Secret{}
-			fixture.Eventually(t, "certificates and kubeconfig", 30*time.Second, func() string {
+			fixture.Eventually(t, "certificates and kubeconfig", 30*time.Second, func(context.Context) string {
 				for _, name := range []string{"c-ca", "c-etcd", "c-proxy", "c-sa", "c-kubeconfig"} {
 					s := &corev1.Secret{}
 					if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, s); err != nil {

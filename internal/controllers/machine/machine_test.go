@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -51,23 +49,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func eventually(t *testing.T, what string, check func(ctx context.Context) string) {
-	t.Helper()
-	why := ""
-	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		// The poll's own context ends at the deadline; a check cut short
-		// by it would hide the last real reason.
-		why = check(context.Background())
-		return why == "", nil
-	}); err != nil {
-		t.Fatalf("%s: %s", what, why)
-	}
-}
-
 func machineCheck(t *testing.T, key client.ObjectKey, check func(*clusterv1.Machine) string) *clusterv1.Machine {
 	t.Helper()
 	m := &clusterv1.Machine{}
-	eventually(t, "machine "+key.Name, func(ctx context.Context) string {
+	fixture.Eventually(t, "machine "+key.Name, 30*time.Second, func(ctx context.Context) string {
 		if err := mgmt.Client.Get(ctx, key, m); err != nil {
 			return err.Error()
 		}
@@ -89,26 +74,13 @@ func cond(m *clusterv1.Machine, t string, s metav1.ConditionStatus) string {
 func workloadCluster(t *testing.T, ns string) *clusterv1.Cluster {
 	t.Helper()
 	ctx := context.Background()
-	kubeconfig, err := os.ReadFile(filepath.Join(workloadEnv.StateDir, "kubeconfig"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	cp := provider.ControlPlane.New(ns, "w", nil)
-	c := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w"}}
-	c.Spec.ControlPlaneRef = provider.ControlPlane.Ref("w")
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w-kubeconfig"},
-		Data:       map[string][]byte{"value": kubeconfig},
-	}
-	for _, o := range []client.Object{cp, c, secret} {
-		if err := mgmt.Client.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c := fixture.NewCluster(ns, "w", fixture.ControlPlane(cp))
+	fixture.Create(t, mgmt.Client, cp, c, fixture.KubeconfigSecret(t, workloadEnv, ns, "w"))
 	if err := provider.SetStatus(ctx, mgmt.Client, cp, map[string]any{"initialization": map[string]any{"controlPlaneInitialized": true}}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "cluster initialized", func(ctx context.Context) string {
+	fixture.Eventually(t, "cluster initialized", 30*time.Second, func(ctx context.Context) string {
 		if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(c), c); err != nil {
 			return err.Error()
 		}
@@ -190,7 +162,7 @@ func TestMachineLifecycle(t *testing.T) {
 		return cond(m, clusterv1.BootstrapConfigReadyCondition, metav1.ConditionFalse)
 	})
 	for _, o := range []*unstructured.Unstructured{bootstrap, infra} {
-		eventually(t, o.GetKind()+" owned by the Machine", func(ctx context.Context) string {
+		fixture.Eventually(t, o.GetKind()+" owned by the Machine", 30*time.Second, func(ctx context.Context) string {
 			if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
 				return err.Error()
 			}
@@ -262,7 +234,7 @@ func TestMachineLifecycle(t *testing.T) {
 	if got.Status.NodeInfo == nil || got.Status.NodeInfo.KubeletVersion != "v1.35.0" {
 		t.Errorf("nodeInfo %+v", got.Status.NodeInfo)
 	}
-	eventually(t, "node labelled, annotated and tainted", func(ctx context.Context) string {
+	fixture.Eventually(t, "node labelled, annotated and tainted", 30*time.Second, func(ctx context.Context) string {
 		if err := workloadEnv.Client.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
 			return err.Error()
 		}
@@ -331,7 +303,7 @@ func TestMachineLifecycle(t *testing.T) {
 		[]byte(`{"metadata":{"annotations":{"`+hook+`":null}}}`))); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "machine gone", func(ctx context.Context) string {
+	fixture.Eventually(t, "machine gone", 30*time.Second, func(ctx context.Context) string {
 		err := mgmt.Client.Get(ctx, key, &clusterv1.Machine{})
 		if apierrors.IsNotFound(err) {
 			return ""
@@ -354,7 +326,7 @@ func TestMachineLifecycle(t *testing.T) {
 
 func waitForServiceAccount(t *testing.T, _ string) {
 	t.Helper()
-	eventually(t, "default service account in the workload cluster", func(ctx context.Context) string {
+	fixture.Eventually(t, "default service account in the workload cluster", 30*time.Second, func(ctx context.Context) string {
 		if err := workloadEnv.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "default"}, &corev1.ServiceAccount{}); err != nil {
 			return err.Error()
 		}

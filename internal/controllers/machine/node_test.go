@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/test/fixture"
 	"capstan.dev/capstan/test/provider"
 )
 
@@ -66,7 +68,7 @@ func TestNodeWritesAreMergePatches(t *testing.T) {
 
 	nodeHas := func(what string, want map[string]string, gone ...string) {
 		t.Helper()
-		eventually(t, what, func(ctx context.Context) string {
+		fixture.Eventually(t, what, 30*time.Second, func(ctx context.Context) string {
 			if err := workloadEnv.Client.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
 				return err.Error()
 			}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +16,7 @@ import (
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/contract"
 	"capstan.dev/capstan/internal/controllers/machineset"
+	"capstan.dev/capstan/test/fixture"
 	"capstan.dev/capstan/test/provider"
 )
 
@@ -50,7 +52,7 @@ func TestObjectsOwnedAtCreationAreNotWritten(t *testing.T) {
 	}
 
 	m := &clusterv1.Machine{}
-	eventually(t, "the Machine controller has read both objects", func(ctx context.Context) string {
+	fixture.Eventually(t, "the Machine controller has read both objects", 30*time.Second, func(ctx context.Context) string {
 		list := &clusterv1.MachineList{}
 		if err := mgmt.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
 			return err.Error()

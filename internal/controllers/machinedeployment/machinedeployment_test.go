@@ -21,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -37,6 +36,7 @@ import (
 	"capstan.dev/capstan/internal/plan"
 	"capstan.dev/capstan/internal/scheme"
 	"capstan.dev/capstan/internal/testenv"
+	"capstan.dev/capstan/test/fixture"
 )
 
 var (
@@ -179,12 +179,6 @@ const (
 	v3 = "v1.36.0"
 )
 
-func newCluster(ns, name string) *clusterv1.Cluster {
-	c := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	c.Spec.Paused = ptr.To(false)
-	return c
-}
-
 // withEmptySelector turns md into an object whose spec.selector is {}, as a
 // manifest written for Cluster API's defaulting webhook has it: the typed
 // client would leave the empty selector out, which the API refuses.
@@ -228,15 +222,6 @@ func rolling(md *clusterv1.MachineDeployment, surge, unavailable intstr.IntOrStr
 		RollingUpdate: clusterv1.MachineDeploymentRolloutStrategyRollingUpdate{
 			MaxSurge: &surge, MaxUnavailable: &unavailable,
 		},
-	}
-}
-
-func create(t *testing.T, objs ...client.Object) {
-	t.Helper()
-	for _, o := range objs {
-		if err := env.Client.Create(context.Background(), o); err != nil {
-			t.Fatalf("creating %T %s: %v", o, o.GetName(), err)
-		}
 	}
 }
 
@@ -287,19 +272,6 @@ func ownedSets(t *testing.T, md *clusterv1.MachineDeployment) []clusterv1.Machin
 	return out
 }
 
-// poll waits until check returns "", failing with its last answer.
-func poll(t *testing.T, what string, check func() string) {
-	t.Helper()
-	why := ""
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		why = check()
-		return why == "", nil
-	})
-	if err != nil {
-		t.Fatalf("%s: %s", what, why)
-	}
-}
-
 func condition(md *clusterv1.MachineDeployment, condType string) *metav1.Condition {
 	return meta.FindStatusCondition(md.Status.Conditions, condType)
 }
@@ -319,7 +291,7 @@ func settled(t *testing.T, key client.ObjectKey) (*clusterv1.MachineDeployment, 
 	t.Helper()
 	var md *clusterv1.MachineDeployment
 	var sets []clusterv1.MachineSet
-	poll(t, "waiting for the controller to settle", func() string {
+	fixture.Eventually(t, "waiting for the controller to settle", 30*time.Second, func(context.Context) string {
 		md = getMD(t, key)
 		sets = ownedSets(t, md)
 		var replicas, available int32
@@ -424,7 +396,7 @@ func TestNewDeploymentCreatesOneMachineSet(t *testing.T) {
 	md.Spec.Deletion.Order = clusterv1.OldestMachineSetDeletionOrder
 	md.Spec.MachineNaming.Template = "{{ .machineSet.name }}-{{ .random }}"
 	md.Annotations = map[string]string{"team": "blue"}
-	create(t, newCluster(ns, "c1"), withEmptySelector(t, md))
+	fixture.Create(t, env.Client, fixture.NewCluster(ns, "c1", fixture.Paused(false)), withEmptySelector(t, md))
 	key := client.ObjectKeyFromObject(md)
 
 	md, sets := settled(t, key)
@@ -551,7 +523,7 @@ func TestNewDeploymentCreatesOneMachineSet(t *testing.T) {
 func TestScaleUpAndDown(t *testing.T) {
 	ns := env.Namespace(t)
 	md := newMD(ns, "scale", "c1", 2)
-	create(t, newCluster(ns, "c1"), md)
+	fixture.Create(t, env.Client, fixture.NewCluster(ns, "c1", fixture.Paused(false)), md)
 	key := client.ObjectKeyFromObject(md)
 	md, sets := drive(t, key, nil)
 	name := sets[0].Name
@@ -594,7 +566,7 @@ func TestRollingUpdateStaysWithinLimits(t *testing.T) {
 	ns := env.Namespace(t)
 	md := newMD(ns, "roll", "c1", 5)
 	rolling(md, intstr.FromInt32(1), intstr.FromInt32(0))
-	create(t, newCluster(ns, "c1"), md)
+	fixture.Create(t, env.Client, fixture.NewCluster(ns, "c1", fixture.Paused(false)), md)
 	key := client.ObjectKeyFromObject(md)
 	md, sets := drive(t, key, nil)
 	oldName := sets[0].Name
@@ -675,7 +647,7 @@ func TestRollingUpdateWithMaxUnavailable(t *testing.T) {
 	ns := env.Namespace(t)
 	md := newMD(ns, "unav", "c1", 4)
 	rolling(md, intstr.FromInt32(0), intstr.FromString("50%"))
-	create(t, newCluster(ns, "c1"), md)
+	fixture.Create(t, env.Client, fixture.NewCluster(ns, "c1", fixture.Paused(false)), md)
 	key := client.ObjectKeyFromObject(md)
 	md, _ = drive(t, key, nil)
 	setVersion(t, md, v2)
@@ -698,7 +670,7 @@ func TestOnDeleteReplacesOnlyDeletedMachines(t *testing.T) {
 	ns := env.Namespace(t)
 	md := newMD(ns, "ondelete", "c1", 3)
 	md.Spec.Rollout.Strategy.Type = clusterv1.OnDeleteMachineDeploymentStrategyType
-	create(t, newCluster(ns, "c1"), md)
+	fixture.Create(t, env.Client, fixture.NewCluster(ns, "c1", fixture.Paused(false)), md)
 	key := client.ObjectKeyFromObject(md)
 	md, _ = drive(t, key, nil)
 
@@ -738,7 +710,7 @@ func TestOnDeleteReplacesOnlyDeletedMachines(t *testing.T) {
 func TestRolloutAfterReplacesOlderMachinesOnTime(t *testing.T) {
 	ns := env.Namespace(t)
 	md := newMD(ns, "after", "c1", 2)
-	create(t, newCluster(ns, "c1"), md)
+	fixture.Create(t, env.Client, fixture.NewCluster(ns, "c1", fixture.Paused(false)), md)
 	key := client.ObjectKeyFromObject(md)
 	md, sets := drive(t, key, nil)
 	oldName := sets[0].Name
@@ -756,7 +728,7 @@ func TestRolloutAfterReplacesOlderMachinesOnTime(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	poll(t, "waiting for a new MachineSet after rollout.after", func() string {
+	fixture.Eventually(t, "waiting for a new MachineSet after rollout.after", 30*time.Second, func(context.Context) string {
 		if sets := ownedSets(t, md); len(sets) != 2 {
 			return describe(sets)
 		}
@@ -780,12 +752,12 @@ func TestRolloutAfterReplacesOlderMachinesOnTime(t *testing.T) {
 func TestPausedClusterStopsTheController(t *testing.T) {
 	ctx := context.Background()
 	ns := env.Namespace(t)
-	cluster := newCluster(ns, "c1")
+	cluster := fixture.NewCluster(ns, "c1", fixture.Paused(false))
 	cluster.Spec.Paused = ptr.To(true)
 	md := newMD(ns, "paused", "c1", 2)
-	create(t, cluster, md)
+	fixture.Create(t, env.Client, cluster, md)
 	key := client.ObjectKeyFromObject(md)
-	poll(t, "waiting for Paused", func() string {
+	fixture.Eventually(t, "waiting for Paused", 30*time.Second, func(context.Context) string {
 		return wantCondition(getMD(t, key), clusterv1.PausedCondition, metav1.ConditionTrue)
 	})
 	time.Sleep(300 * time.Millisecond)
@@ -806,7 +778,7 @@ func TestPausedClusterStopsTheController(t *testing.T) {
 	// The annotation pauses one MachineDeployment.
 	md = getMD(t, key)
 	mergePatch(t, md, map[string]any{"metadata": map[string]any{"annotations": map[string]any{clusterv1.PausedAnnotation: ""}}, "spec": map[string]any{"replicas": 4}})
-	poll(t, "waiting for Paused", func() string {
+	fixture.Eventually(t, "waiting for Paused", 30*time.Second, func(context.Context) string {
 		return wantCondition(getMD(t, key), clusterv1.PausedCondition, metav1.ConditionTrue)
 	})
 	time.Sleep(300 * time.Millisecond)
@@ -823,7 +795,7 @@ func TestPausedClusterStopsTheController(t *testing.T) {
 func TestPausedRolloutStillScales(t *testing.T) {
 	ns := env.Namespace(t)
 	md := newMD(ns, "hold", "c1", 2)
-	create(t, newCluster(ns, "c1"), md)
+	fixture.Create(t, env.Client, fixture.NewCluster(ns, "c1", fixture.Paused(false)), md)
 	key := client.ObjectKeyFromObject(md)
 	md, _ = drive(t, key, nil)
 
@@ -860,7 +832,7 @@ func TestPausedRolloutStillScales(t *testing.T) {
 func TestRevisionHistoryIsCleanedUp(t *testing.T) {
 	ns := env.Namespace(t)
 	md := newMD(ns, "history", "c1", 1)
-	create(t, newCluster(ns, "c1"), md)
+	fixture.Create(t, env.Client, fixture.NewCluster(ns, "c1", fixture.Paused(false)), md)
 	key := client.ObjectKeyFromObject(md)
 	md, sets := drive(t, key, nil)
 	first := sets[0].Name
@@ -868,7 +840,7 @@ func TestRevisionHistoryIsCleanedUp(t *testing.T) {
 		setVersion(t, md, v)
 		md, _ = drive(t, key, nil)
 	}
-	poll(t, "waiting for the oldest revision to go", func() string {
+	fixture.Eventually(t, "waiting for the oldest revision to go", 30*time.Second, func(context.Context) string {
 		sets = ownedSets(t, md)
 		if len(sets) != 2 {
 			return describe(sets)
@@ -892,7 +864,7 @@ func TestRevisionHistoryIsCleanedUp(t *testing.T) {
 func TestRollbackToThePreviousRevision(t *testing.T) {
 	ns := env.Namespace(t)
 	md := newMD(ns, "undo", "c1", 2)
-	create(t, newCluster(ns, "c1"), md)
+	fixture.Create(t, env.Client, fixture.NewCluster(ns, "c1", fixture.Paused(false)), md)
 	key := client.ObjectKeyFromObject(md)
 	md, sets := drive(t, key, nil)
 	original := sets[0].Name
@@ -930,7 +902,7 @@ func TestInPlaceChangesNeedNoNewMachineSet(t *testing.T) {
 	ns := env.Namespace(t)
 	md := newMD(ns, "inplace", "c1", 1)
 	md.Spec.Template.Labels["old"] = "yes"
-	create(t, newCluster(ns, "c1"), md)
+	fixture.Create(t, env.Client, fixture.NewCluster(ns, "c1", fixture.Paused(false)), md)
 	key := client.ObjectKeyFromObject(md)
 	md, sets := drive(t, key, nil)
 	name := sets[0].Name
@@ -980,7 +952,7 @@ func TestInPlaceChangesNeedNoNewMachineSet(t *testing.T) {
 
 	// Labels someone removes from the set are put back.
 	mergePatch(t, &ms, map[string]any{"metadata": map[string]any{"labels": map[string]any{clusterv1.MachineDeploymentNameLabel: nil}}})
-	poll(t, "waiting for the deployment-name label to come back", func() string {
+	fixture.Eventually(t, "waiting for the deployment-name label to come back", 30*time.Second, func(context.Context) string {
 		sets := ownedSets(t, md)
 		if sets[0].Labels[clusterv1.MachineDeploymentNameLabel] != "inplace" {
 			return fmt.Sprintf("labels %v", sets[0].Labels)
@@ -998,9 +970,9 @@ func TestOrphanedMachineSetIsAdopted(t *testing.T) {
 	orphan.Spec.Replicas = ptr.To(int32(2))
 	orphan.Spec.Selector.MatchLabels = map[string]string{"pool": "adopt"}
 	orphan.Spec.Template = *md.Spec.Template.DeepCopy()
-	create(t, newCluster(ns, "c1"), orphan)
+	fixture.Create(t, env.Client, fixture.NewCluster(ns, "c1", fixture.Paused(false)), orphan)
 	setStatus(t, orphan, 2, 2, 2)
-	create(t, md)
+	fixture.Create(t, env.Client, md)
 	key := client.ObjectKeyFromObject(md)
 	_, sets := drive(t, key, nil)
 	if len(sets) != 1 || sets[0].Name != "handmade" || replicasOf(sets[0]) != 2 {
@@ -1016,7 +988,7 @@ func TestUnplannableStrategyIsReported(t *testing.T) {
 	md := newMD(ns, "blocked", "c1", 5)
 	// 10% of 5 rounds down to 0, and maxSurge is 0: no rollout could move.
 	rolling(md, intstr.FromInt32(0), intstr.FromString("10%"))
-	create(t, newCluster(ns, "c1"), md)
+	fixture.Create(t, env.Client, fixture.NewCluster(ns, "c1", fixture.Paused(false)), md)
 	key := client.ObjectKeyFromObject(md)
 	md, sets := settled(t, key)
 	if len(sets) != 0 {
@@ -1041,7 +1013,7 @@ func TestMachineConditionsAreSummarised(t *testing.T) {
 	ctx := context.Background()
 	ns := env.Namespace(t)
 	md := newMD(ns, "summary", "c1", 2)
-	create(t, newCluster(ns, "c1"), md)
+	fixture.Create(t, env.Client, fixture.NewCluster(ns, "c1", fixture.Paused(false)), md)
 	key := client.ObjectKeyFromObject(md)
 	md, sets := drive(t, key, nil)
 	ms := sets[0]
@@ -1054,7 +1026,7 @@ func TestMachineConditionsAreSummarised(t *testing.T) {
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "MachineSet", Name: ms.Name, UID: ms.UID, Controller: ptr.To(true)}},
 		}}
 		m.Spec = *ms.Spec.Template.Spec.DeepCopy()
-		create(t, m)
+		fixture.Create(t, env.Client, m)
 		machines = append(machines, m)
 	}
 	setConditions := func(m *clusterv1.Machine, conds ...metav1.Condition) {
@@ -1076,7 +1048,7 @@ func TestMachineConditionsAreSummarised(t *testing.T) {
 		metav1.Condition{Type: clusterv1.UpToDateCondition, Status: metav1.ConditionTrue},
 		metav1.Condition{Type: clusterv1.HealthCheckSucceededCondition, Status: metav1.ConditionFalse},
 		metav1.Condition{Type: clusterv1.OwnerRemediatedCondition, Status: metav1.ConditionFalse})
-	poll(t, "waiting for the Machine conditions to be summarised", func() string {
+	fixture.Eventually(t, "waiting for the Machine conditions to be summarised", 30*time.Second, func(context.Context) string {
 		md := getMD(t, key)
 		if c := condition(md, clusterv1.MachinesReadyCondition); c == nil || c.Status != metav1.ConditionFalse || c.Message != "1 Machine is not Ready: summary-b" {
 			return fmt.Sprintf("MachinesReady %+v", c)
@@ -1089,7 +1061,7 @@ func TestMachineConditionsAreSummarised(t *testing.T) {
 
 	setConditions(machines[1], metav1.Condition{Type: clusterv1.ReadyCondition, Status: metav1.ConditionTrue},
 		metav1.Condition{Type: clusterv1.UpToDateCondition, Status: metav1.ConditionTrue})
-	poll(t, "waiting for MachinesReady", func() string {
+	fixture.Eventually(t, "waiting for MachinesReady", 30*time.Second, func(context.Context) string {
 		md := getMD(t, key)
 		if why := wantCondition(md, clusterv1.RemediatingCondition, metav1.ConditionFalse); why != "" {
 			return why
@@ -1099,7 +1071,7 @@ func TestMachineConditionsAreSummarised(t *testing.T) {
 
 	// A new template makes the old set's Machines outdated, whatever they say.
 	setVersion(t, md, v2)
-	poll(t, "waiting for MachinesUpToDate", func() string {
+	fixture.Eventually(t, "waiting for MachinesUpToDate", 30*time.Second, func(context.Context) string {
 		c := condition(getMD(t, key), clusterv1.MachinesUpToDateCondition)
 		if c == nil || c.Status != metav1.ConditionFalse || c.Message != "2 Machines are not up to date: summary-a, summary-b" {
 			return fmt.Sprintf("MachinesUpToDate %+v", c)
@@ -1112,7 +1084,7 @@ func TestDeletionTakesTheMachineSets(t *testing.T) {
 	ctx := context.Background()
 	ns := env.Namespace(t)
 	md := newMD(ns, "gone", "c1", 2)
-	create(t, newCluster(ns, "c1"), md)
+	fixture.Create(t, env.Client, fixture.NewCluster(ns, "c1", fixture.Paused(false)), md)
 	key := client.ObjectKeyFromObject(md)
 	md, sets := drive(t, key, nil)
 	setVersion(t, md, v2)
@@ -1123,7 +1095,7 @@ func TestDeletionTakesTheMachineSets(t *testing.T) {
 	if err := env.Client.Delete(ctx, md); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "waiting for the MachineDeployment to go", func() string {
+	fixture.Eventually(t, "waiting for the MachineDeployment to go", 30*time.Second, func(context.Context) string {
 		err := env.Client.Get(ctx, key, &clusterv1.MachineDeployment{})
 		if !apierrors.IsNotFound(err) {
 			return fmt.Sprintf("still there (%v)", err)
@@ -1138,9 +1110,9 @@ func TestDeletionTakesTheMachineSets(t *testing.T) {
 func TestMissingClusterIsWaitedFor(t *testing.T) {
 	ns := env.Namespace(t)
 	md := newMD(ns, "early", "later", 1)
-	create(t, md)
+	fixture.Create(t, env.Client, md)
 	key := client.ObjectKeyFromObject(md)
-	poll(t, "waiting for the missing Cluster to be reported", func() string {
+	fixture.Eventually(t, "waiting for the missing Cluster to be reported", 30*time.Second, func(context.Context) string {
 		c := condition(getMD(t, key), clusterv1.AvailableCondition)
 		if c == nil || c.Reason != machinedeployment.WaitingForClusterReason || !strings.Contains(c.Message, "Cluster later") {
 			return fmt.Sprintf("Available %+v", c)
@@ -1150,7 +1122,7 @@ func TestMissingClusterIsWaitedFor(t *testing.T) {
 	if sets := ownedSets(t, getMD(t, key)); len(sets) != 0 {
 		t.Fatalf("sets made without a Cluster: %s", describe(sets))
 	}
-	create(t, newCluster(ns, "later"))
+	fixture.Create(t, env.Client, fixture.NewCluster(ns, "later", fixture.Paused(false)))
 	_, sets := drive(t, key, nil)
 	if len(sets) != 1 || replicasOf(sets[0]) != 1 {
 		t.Fatalf("after the Cluster appeared: %s", describe(sets))

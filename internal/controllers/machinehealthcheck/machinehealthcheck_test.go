@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -85,16 +84,6 @@ func installRemediationKinds(ctx context.Context) error {
 	})
 }
 
-func eventually(t *testing.T, what string, timeout time.Duration, check func() string) {
-	t.Helper()
-	fixture.Eventually(t, what, timeout, check)
-}
-
-func consistently(t *testing.T, what string, d time.Duration, check func() string) {
-	t.Helper()
-	fixture.Consistently(t, what, d, check)
-}
-
 func machines(t *testing.T, ns string) []clusterv1.Machine {
 	t.Helper()
 	list := &clusterv1.MachineList{}
@@ -113,7 +102,7 @@ func cond(m *clusterv1.Machine, t string) *metav1.Condition {
 func running(t *testing.T, ns string, n int, gone ...string) []clusterv1.Machine {
 	t.Helper()
 	var ms []clusterv1.Machine
-	eventually(t, fmt.Sprintf("%d Machines Running", n), 2*time.Minute, func() string {
+	fixture.Eventually(t, fmt.Sprintf("%d Machines Running", n), 2*time.Minute, func(context.Context) string {
 		ms = machines(t, ns)
 		if len(ms) != n {
 			return fmt.Sprintf("%d Machines", len(ms))
@@ -144,50 +133,7 @@ func createCluster(t *testing.T, ns string, replicas int32) {
 
 func createClusterInitialized(t *testing.T, ns string, replicas int32, initialized bool) {
 	t.Helper()
-	ctx := context.Background()
-	kubeconfig, err := os.ReadFile(filepath.Join(wl.StateDir, "kubeconfig"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	infra := provider.InfraCluster.New(ns, "c", map[string]any{"controlPlaneEndpoint": map[string]any{"host": "127.0.0.1", "port": int64(6443)}})
-	cp := provider.ControlPlane.New(ns, "c", nil)
-	cluster := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}}
-	cluster.Spec.InfrastructureRef = provider.InfraCluster.Ref("c")
-	cluster.Spec.ControlPlaneRef = provider.ControlPlane.Ref("c")
-	template := map[string]any{"template": map[string]any{"spec": map[string]any{}}}
-	md := &clusterv1.MachineDeployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "workers"},
-		Spec: clusterv1.MachineDeploymentSpec{
-			ClusterName: "c",
-			Replicas:    ptr.To(replicas),
-			Template: clusterv1.MachineTemplateSpec{Spec: clusterv1.MachineSpec{
-				ClusterName:       "c",
-				Version:           "v1.35.0",
-				Bootstrap:         clusterv1.Bootstrap{ConfigRef: provider.BootstrapConfigTemplate.Ref("workers")},
-				InfrastructureRef: provider.InfraMachineTemplate.Ref("workers"),
-			}},
-		},
-	}
-	for _, o := range []client.Object{
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c-kubeconfig"}, Data: map[string][]byte{"value": kubeconfig}},
-		infra, cp,
-		provider.InfraMachineTemplate.New(ns, "workers", template),
-		provider.BootstrapConfigTemplate.New(ns, "workers", template),
-		cluster, md,
-	} {
-		if err := mgmt.Client.Create(ctx, o); err != nil {
-			t.Fatalf("creating %s: %v", o.GetName(), err)
-		}
-	}
-	if err := provider.SetStatus(ctx, mgmt.Client, infra, map[string]any{"initialization": map[string]any{"provisioned": true}}); err != nil {
-		t.Fatal(err)
-	}
-	if !initialized {
-		return
-	}
-	if err := provider.SetStatus(ctx, mgmt.Client, cp, map[string]any{"initialization": map[string]any{"controlPlaneInitialized": true}}); err != nil {
-		t.Fatal(err)
-	}
+	fixture.CreateProviderCluster(t, mgmt, wl, ns, "c", fixture.Workers(ns, "c", replicas), initialized)
 }
 
 const nodeTimeout = 3 // seconds
@@ -213,7 +159,7 @@ func createMHC(t *testing.T, ns string, change func(*clusterv1.MachineHealthChec
 // mhcStatus waits until the health check reports the given numbers.
 func mhcStatus(t *testing.T, mhc *clusterv1.MachineHealthCheck, expected, healthy int32, allowed metav1.ConditionStatus, msg string) {
 	t.Helper()
-	eventually(t, "health check status", time.Minute, func() string {
+	fixture.Eventually(t, "health check status", time.Minute, func(context.Context) string {
 		if err := mgmt.Client.Get(context.Background(), client.ObjectKeyFromObject(mhc), mhc); err != nil {
 			return err.Error()
 		}
@@ -330,7 +276,7 @@ func TestUnhealthyNodeIsReplaced(t *testing.T) {
 	mhc := createMHC(t, ns, nil)
 	mhcStatus(t, mhc, 3, 3, metav1.ConditionTrue, "0 of 3")
 	for i := range ms {
-		eventually(t, "healthy "+ms[i].Name, time.Minute, func() string {
+		fixture.Eventually(t, "healthy "+ms[i].Name, time.Minute, func(context.Context) string {
 			m := &clusterv1.Machine{}
 			if err := mgmt.Client.Get(context.Background(), client.ObjectKeyFromObject(&ms[i]), m); err != nil {
 				return err.Error()
@@ -380,7 +326,7 @@ func TestTooManyUnhealthyShortCircuits(t *testing.T) {
 	if ptr.Deref(mhc.Status.RemediationsAllowed, -1) != 0 {
 		t.Errorf("remediationsAllowed %d, want 0", ptr.Deref(mhc.Status.RemediationsAllowed, -1))
 	}
-	consistently(t, "nothing remediated", 3*time.Second, func() string {
+	fixture.Consistently(t, "nothing remediated", 3*time.Second, func(context.Context) string {
 		for _, m := range machines(t, ns) {
 			if !m.DeletionTimestamp.IsZero() {
 				return "machine " + m.Name + " is being deleted"
@@ -465,7 +411,7 @@ func TestExternalRemediation(t *testing.T) {
 
 	req := &unstructured.Unstructured{}
 	req.SetGroupVersionKind(remediation.GVK())
-	eventually(t, "remediation request", time.Minute, func() string {
+	fixture.Eventually(t, "remediation request", time.Minute, func(context.Context) string {
 		if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: victim.Name}, req); err != nil {
 			return err.Error()
 		}
@@ -488,7 +434,7 @@ func TestExternalRemediation(t *testing.T) {
 	if refs := req.GetOwnerReferences(); len(refs) != 1 || refs[0].Kind != "Machine" || refs[0].Name != victim.Name {
 		t.Errorf("remediation request owners %+v", refs)
 	}
-	consistently(t, "the owner leaves the Machine alone", 2*time.Second, func() string {
+	fixture.Consistently(t, "the owner leaves the Machine alone", 2*time.Second, func(context.Context) string {
 		m := &clusterv1.Machine{}
 		if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(&victim), m); err != nil {
 			return err.Error()
@@ -501,7 +447,7 @@ func TestExternalRemediation(t *testing.T) {
 
 	// The Node recovers before anyone acted: the request is withdrawn.
 	setNodeReady(t, victim.Status.NodeRef.Name, corev1.ConditionTrue)
-	eventually(t, "remediation withdrawn", time.Minute, func() string {
+	fixture.Eventually(t, "remediation withdrawn", time.Minute, func(context.Context) string {
 		m := &clusterv1.Machine{}
 		if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(&victim), m); err != nil {
 			return err.Error()
@@ -525,7 +471,7 @@ func TestNothingJudgedBeforeControlPlaneInitialized(t *testing.T) {
 	mhc := createMHC(t, ns, func(mhc *clusterv1.MachineHealthCheck) {
 		mhc.Spec.Checks.NodeStartupTimeoutSeconds = ptr.To(int32(30))
 	})
-	eventually(t, "health check waits", time.Minute, func() string {
+	fixture.Eventually(t, "health check waits", time.Minute, func(context.Context) string {
 		if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(mhc), mhc); err != nil {
 			return err.Error()
 		}
@@ -555,7 +501,7 @@ func TestMissingRemediationTemplateAndOwner(t *testing.T) {
 			APIVersion: remediationTemplate.GVK().GroupVersion().String(), Kind: remediationTemplate.Kind, Name: "absent",
 		}
 	})
-	eventually(t, "owner and condition", time.Minute, func() string {
+	fixture.Eventually(t, "owner and condition", time.Minute, func(context.Context) string {
 		if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(mhc), mhc); err != nil {
 			return err.Error()
 		}
@@ -576,7 +522,7 @@ func TestMissingRemediationTemplateAndOwner(t *testing.T) {
 	if err := mgmt.Client.Create(ctx, remediationTemplate.New(ns, "absent", map[string]any{"template": map[string]any{"spec": map[string]any{}}})); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the template found", time.Minute, func() string {
+	fixture.Eventually(t, "the template found", time.Minute, func(context.Context) string {
 		if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(mhc), mhc); err != nil {
 			return err.Error()
 		}

@@ -21,6 +21,7 @@ import (
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/contract"
 	"capstan.dev/capstan/internal/controllers/machineset"
+	fx "capstan.dev/capstan/test/fixture"
 	"capstan.dev/capstan/test/provider"
 )
 
@@ -47,7 +48,7 @@ func controlledBy(obj metav1.Object, kind, name string) bool {
 func TestScaleUpClonesTemplates(t *testing.T) {
 	f := newFixture(t, false)
 	ms := f.machineSet("workers", 3)
-	create(t, ms)
+	fx.Create(t, env.Client, ms)
 	got := waitMachines(t, f.ns, 3)
 
 	// The set is defaulted and owned as Cluster API does it.
@@ -133,7 +134,7 @@ func TestScaleUpClonesTemplates(t *testing.T) {
 	}
 
 	// A standalone set's Machines are up to date.
-	eventually(t, "Machines UpToDate", func() string {
+	fx.Eventually(t, "Machines UpToDate", 30*time.Second, func(context.Context) string {
 		for _, m := range machines(t, f.ns) {
 			if c := meta.FindStatusCondition(m.Status.Conditions, clusterv1.UpToDateCondition); c == nil || c.Status != metav1.ConditionTrue {
 				return fmt.Sprintf("Machine %s UpToDate %+v", m.Name, c)
@@ -162,7 +163,7 @@ func TestScaleUpClonesTemplates(t *testing.T) {
 			t.Errorf("%s owners %+v, want the Cluster", tmpl.GetKind(), refs)
 		}
 	}
-	eventually(t, "one event naming the Machines created", func() string {
+	fx.Eventually(t, "one event naming the Machines created", 30*time.Second, func(context.Context) string {
 		list := &eventsv1.EventList{}
 		if err := env.Client.List(context.Background(), list, client.InNamespace(f.ns)); err != nil {
 			return err.Error()
@@ -220,7 +221,7 @@ func TestReplicasDefaultToOne(t *testing.T) {
 	f := newFixture(t, false)
 	ms := f.machineSet("single", 0)
 	ms.Spec.Replicas = nil
-	create(t, ms)
+	fx.Create(t, env.Client, ms)
 	waitMachines(t, f.ns, 1)
 	waitSet(t, ms, "spec.replicas is written", func(ms *clusterv1.MachineSet) string {
 		if ptr.Deref(ms.Spec.Replicas, -1) != 1 {
@@ -233,7 +234,7 @@ func TestReplicasDefaultToOne(t *testing.T) {
 func TestCountersAndConditions(t *testing.T) {
 	f := newFixture(t, false)
 	ms := f.machineSet("counted", 3)
-	create(t, ms)
+	fx.Create(t, env.Client, ms)
 	got := waitMachines(t, f.ns, 3)
 	waitSet(t, ms, "Machines report nothing yet", conditionIs(clusterv1.MachinesReadyCondition, metav1.ConditionUnknown, clusterv1.ReadyUnknownReason))
 
@@ -281,7 +282,7 @@ func TestCountersAndConditions(t *testing.T) {
 func TestScaleDownPrefersAnnotatedAndUnhealthyMachines(t *testing.T) {
 	f := newFixture(t, false)
 	ms := f.machineSet("shrink", 4)
-	create(t, ms)
+	fx.Create(t, env.Client, ms)
 	got := waitMachines(t, f.ns, 4)
 	readyAndAvailable(t, got...)
 	update(t, got[3], func(m *clusterv1.Machine) {
@@ -300,14 +301,14 @@ func TestScaleDownPrefersAnnotatedAndUnhealthyMachines(t *testing.T) {
 
 	update(t, ms, func(ms *clusterv1.MachineSet) { ms.Spec.Replicas = ptr.To(int32(2)) })
 	want := []string{got[1].Name, got[3].Name}
-	eventually(t, "the annotated and the unhealthy Machine are deleted", func() string {
+	fx.Eventually(t, "the annotated and the unhealthy Machine are deleted", 30*time.Second, func(context.Context) string {
 		all := machines(t, f.ns)
 		if d := names(deleting(all)); !sameSet(d, want) || len(all) != 4 {
 			return "Machines " + describe(all)
 		}
 		return ""
 	})
-	consistently(t, "nothing else is deleted or created", time.Second, func() string {
+	fx.Consistently(t, "nothing else is deleted or created", time.Second, func(context.Context) string {
 		all := machines(t, f.ns)
 		if d := names(deleting(all)); !sameSet(d, want) || len(all) != 4 {
 			return "Machines " + describe(all)
@@ -341,7 +342,7 @@ func TestScaleDownOldestFirst(t *testing.T) {
 	f := newFixture(t, false)
 	ms := f.machineSet("aged", 1)
 	ms.Spec.Deletion.Order = clusterv1.OldestMachineSetDeletionOrder
-	create(t, ms)
+	fx.Create(t, env.Client, ms)
 	waitMachines(t, f.ns, 1)
 	// Creation timestamps have a resolution of one second.
 	for _, n := range []int32{2, 3} {
@@ -358,7 +359,7 @@ func TestScaleDownOldestFirst(t *testing.T) {
 		return ""
 	})
 	update(t, ms, func(ms *clusterv1.MachineSet) { ms.Spec.Replicas = ptr.To(int32(1)) })
-	eventually(t, "the two oldest are deleted", func() string {
+	fx.Eventually(t, "the two oldest are deleted", 30*time.Second, func(context.Context) string {
 		now := machines(t, f.ns)
 		if d := names(deleting(now)); !sameSet(d, []string{all[0].Name, all[1].Name}) {
 			return "Machines " + describe(now)
@@ -382,11 +383,11 @@ func TestAdoptsOrphans(t *testing.T) {
 	matching := map[string]string{clusterv1.MachineSetNameLabel: "adopter", clusterv1.ClusterNameLabel: "c", "user": "label"}
 	mine := orphan("orphan", "c", matching)
 	foreign := orphan("foreign", "other", matching)
-	create(t, mine, foreign)
+	fx.Create(t, env.Client, mine, foreign)
 
 	ms := f.machineSet("adopter", 2)
-	create(t, ms)
-	eventually(t, "the orphan is adopted and one Machine is added", func() string {
+	fx.Create(t, env.Client, ms)
+	fx.Eventually(t, "the orphan is adopted and one Machine is added", 30*time.Second, func(context.Context) string {
 		var controlled []string
 		for _, m := range machines(t, f.ns) {
 			if controlledBy(m, "MachineSet", "adopter") {
@@ -406,7 +407,7 @@ func TestAdoptsOrphans(t *testing.T) {
 	if len(foreign.OwnerReferences) != 0 {
 		t.Errorf("a Machine of another cluster was adopted: %+v", foreign.OwnerReferences)
 	}
-	eventually(t, "an adoption event", func() string {
+	fx.Eventually(t, "an adoption event", 30*time.Second, func(context.Context) string {
 		if eventCount(t, f.ns, "SuccessfulAdopt") != 1 {
 			return "no SuccessfulAdopt event"
 		}
@@ -417,7 +418,7 @@ func TestAdoptsOrphans(t *testing.T) {
 func TestInPlacePropagation(t *testing.T) {
 	f := newFixture(t, false)
 	ms := f.machineSet("inplace", 2)
-	create(t, ms)
+	fx.Create(t, env.Client, ms)
 	before := waitMachines(t, f.ns, 2)
 	update(t, before[0], func(m *clusterv1.Machine) { m.Labels["user"] = "keep" })
 
@@ -431,7 +432,7 @@ func TestInPlacePropagation(t *testing.T) {
 		ms.Spec.Template.Spec.ReadinessGates = gates
 		ms.Spec.Template.Spec.Taints = taints
 	})
-	eventually(t, "the changes reach the existing Machines", func() string {
+	fx.Eventually(t, "the changes reach the existing Machines", 30*time.Second, func(context.Context) string {
 		for _, m := range machines(t, f.ns) {
 			if m.Labels["tier"] != "gold" || m.Annotations["team"] != "infra" ||
 				ptr.Deref(m.Spec.Deletion.NodeDrainTimeoutSeconds, 0) != 120 || ptr.Deref(m.Spec.MinReadySeconds, 0) != 30 ||
@@ -447,7 +448,7 @@ func TestInPlacePropagation(t *testing.T) {
 		delete(ms.Spec.Template.Annotations, "team")
 		ms.Spec.Template.Spec.ReadinessGates = nil
 	})
-	eventually(t, "what the template dropped leaves the Machines; what others set stays", func() string {
+	fx.Eventually(t, "what the template dropped leaves the Machines; what others set stays", 30*time.Second, func(context.Context) string {
 		for _, m := range machines(t, f.ns) {
 			if _, ok := m.Labels["tier"]; ok {
 				return fmt.Sprintf("Machine %s labels %v", m.Name, m.Labels)
@@ -475,7 +476,7 @@ func TestInPlacePropagation(t *testing.T) {
 		versions[m.Name] = m.ResourceVersion
 	}
 	update(t, ms, func(ms *clusterv1.MachineSet) { ms.Annotations = map[string]string{"poke": "1"} })
-	consistently(t, "unchanged Machines are not written", 1500*time.Millisecond, func() string {
+	fx.Consistently(t, "unchanged Machines are not written", 1500*time.Millisecond, func(context.Context) string {
 		for _, m := range machines(t, f.ns) {
 			if versions[m.Name] != m.ResourceVersion {
 				return fmt.Sprintf("Machine %s was written: %+v", m.Name, m.ObjectMeta)
@@ -488,13 +489,13 @@ func TestInPlacePropagation(t *testing.T) {
 func TestRemediationReplacesMachine(t *testing.T) {
 	f := newFixture(t, false)
 	ms := f.machineSet("heal", 2)
-	create(t, ms)
+	fx.Create(t, env.Client, ms)
 	got := waitMachines(t, f.ns, 2)
 	readyAndAvailable(t, got...)
 	setConditions(t, got[0],
 		cond(clusterv1.HealthCheckSucceededCondition, metav1.ConditionFalse),
 		metav1.Condition{Type: clusterv1.OwnerRemediatedCondition, Status: metav1.ConditionFalse, Reason: "WaitingForRemediation"})
-	eventually(t, "the unhealthy Machine is deleted", func() string {
+	fx.Eventually(t, "the unhealthy Machine is deleted", 30*time.Second, func(context.Context) string {
 		all := machines(t, f.ns)
 		if d := names(deleting(all)); !sameSet(d, []string{got[0].Name}) {
 			return "Machines " + describe(all)
@@ -502,7 +503,7 @@ func TestRemediationReplacesMachine(t *testing.T) {
 		return ""
 	})
 	waitSet(t, ms, "Remediating", conditionIs(clusterv1.RemediatingCondition, metav1.ConditionTrue, clusterv1.RemediatingReason))
-	consistently(t, "no replacement while it is still going", time.Second, func() string {
+	fx.Consistently(t, "no replacement while it is still going", time.Second, func(context.Context) string {
 		if all := machines(t, f.ns); len(all) != 2 {
 			return "Machines " + describe(all)
 		}
@@ -528,11 +529,11 @@ func TestDeploymentLimitsRemediationAndDecidesUpToDate(t *testing.T) {
 			Remediation: clusterv1.MachineDeploymentRemediationSpec{MaxInFlight: ptr.To(intstr.FromInt32(1))},
 		},
 	}
-	create(t, md)
+	fx.Create(t, env.Client, md)
 	ms.Labels = map[string]string{clusterv1.MachineDeploymentNameLabel: "md"}
 	ms.Annotations = map[string]string{clusterv1.RevisionAnnotation: "2"}
 	ms.OwnerReferences = []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "MachineDeployment", Name: "md", UID: md.UID, Controller: ptr.To(true)}}
-	create(t, ms)
+	fx.Create(t, env.Client, ms)
 	got := waitMachines(t, f.ns, 3)
 	for _, m := range got {
 		if m.Labels[clusterv1.MachineDeploymentNameLabel] != "md" {
@@ -543,8 +544,8 @@ func TestDeploymentLimitsRemediationAndDecidesUpToDate(t *testing.T) {
 	if len(ms.OwnerReferences) != 1 {
 		t.Errorf("a MachineDeployment's set got another owner: %+v", ms.OwnerReferences)
 	}
-	upToDate := func(want metav1.ConditionStatus, message string) func() string {
-		return func() string {
+	upToDate := func(want metav1.ConditionStatus, message string) func(context.Context) string {
+		return func(context.Context) string {
 			for _, m := range live(machines(t, f.ns)) {
 				c := meta.FindStatusCondition(m.Status.Conditions, clusterv1.UpToDateCondition)
 				if c == nil || c.Status != want || !strings.Contains(c.Message, message) {
@@ -554,7 +555,7 @@ func TestDeploymentLimitsRemediationAndDecidesUpToDate(t *testing.T) {
 			return ""
 		}
 	}
-	eventually(t, "Machines match the deployment", upToDate(metav1.ConditionTrue, ""))
+	fx.Eventually(t, "Machines match the deployment", 30*time.Second, upToDate(metav1.ConditionTrue, ""))
 	readyAndAvailable(t, got...)
 
 	// Two Machines to remediate, one at a time.
@@ -563,7 +564,7 @@ func TestDeploymentLimitsRemediationAndDecidesUpToDate(t *testing.T) {
 			metav1.Condition{Type: clusterv1.OwnerRemediatedCondition, Status: metav1.ConditionFalse, Reason: "WaitingForRemediation"})
 	}
 	var waiting *clusterv1.Machine
-	eventually(t, "one remediated, one deferred", func() string {
+	fx.Eventually(t, "one remediated, one deferred", 30*time.Second, func(context.Context) string {
 		all := machines(t, f.ns)
 		if d := deleting(all); len(d) != 1 {
 			return "Machines " + describe(all)
@@ -581,7 +582,7 @@ func TestDeploymentLimitsRemediationAndDecidesUpToDate(t *testing.T) {
 		}
 		return ""
 	})
-	consistently(t, "the limit holds", time.Second, func() string {
+	fx.Consistently(t, "the limit holds", time.Second, func(context.Context) string {
 		if d := deleting(machines(t, f.ns)); len(d) != 1 {
 			return "Machines deleting: " + describe(d)
 		}
@@ -590,12 +591,12 @@ func TestDeploymentLimitsRemediationAndDecidesUpToDate(t *testing.T) {
 
 	// A new template in the deployment makes the Machines out of date.
 	update(t, md, func(md *clusterv1.MachineDeployment) { md.Spec.Template.Spec.Version = "v1.34.0" })
-	eventually(t, "Machines are out of date", upToDate(metav1.ConditionFalse, "Version v1.33.0, v1.34.0 required"))
+	fx.Eventually(t, "Machines are out of date", 30*time.Second, upToDate(metav1.ConditionFalse, "Version v1.33.0, v1.34.0 required"))
 	waitSet(t, ms, "MachinesUpToDate", conditionIs(clusterv1.MachinesUpToDateCondition, metav1.ConditionFalse, clusterv1.NotUpToDateReason))
 
 	// An old revision does not remediate.
 	update(t, md, func(md *clusterv1.MachineDeployment) { md.Annotations[clusterv1.RevisionAnnotation] = "3" })
-	eventually(t, "the waiting Machine cannot be remediated", func() string {
+	fx.Eventually(t, "the waiting Machine cannot be remediated", 30*time.Second, func(context.Context) string {
 		get(t, waiting)
 		c := meta.FindStatusCondition(waiting.Status.Conditions, clusterv1.OwnerRemediatedCondition)
 		if c == nil || c.Reason != machineset.CannotBeRemediatedReason {
@@ -609,7 +610,7 @@ func TestDeletionRemovesMachinesFirst(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, false)
 	ms := f.machineSet("doomed", 2)
-	create(t, ms)
+	fx.Create(t, env.Client, ms)
 	got := waitMachines(t, f.ns, 2)
 	waitSet(t, ms, "finalizer", func(ms *clusterv1.MachineSet) string {
 		if !hasString(ms.Finalizers, clusterv1.MachineSetFinalizer) {
@@ -620,7 +621,7 @@ func TestDeletionRemovesMachinesFirst(t *testing.T) {
 	if err := env.Client.Delete(ctx, ms); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "Machines are deleted", func() string {
+	fx.Eventually(t, "Machines are deleted", 30*time.Second, func(context.Context) string {
 		all := machines(t, f.ns)
 		if len(deleting(all)) != 2 {
 			return "Machines " + describe(all)
@@ -639,7 +640,7 @@ func TestDeletionRemovesMachinesFirst(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	get(t, ms)
 	release(t, got[1])
-	eventually(t, "the MachineSet goes once its Machines are gone", func() string {
+	fx.Eventually(t, "the MachineSet goes once its Machines are gone", 30*time.Second, func(context.Context) string {
 		err := env.Client.Get(ctx, client.ObjectKeyFromObject(ms), &clusterv1.MachineSet{})
 		if !apierrors.IsNotFound(err) {
 			return fmt.Sprintf("still there (%v)", err)
@@ -651,9 +652,9 @@ func TestDeletionRemovesMachinesFirst(t *testing.T) {
 func TestPauseStopsActions(t *testing.T) {
 	f := newFixture(t, true)
 	ms := f.machineSet("resting", 2)
-	create(t, ms)
+	fx.Create(t, env.Client, ms)
 	waitSet(t, ms, "paused by its Cluster", conditionIs(clusterv1.PausedCondition, metav1.ConditionTrue, clusterv1.PausedReason))
-	consistently(t, "a paused set creates nothing", time.Second, func() string {
+	fx.Consistently(t, "a paused set creates nothing", time.Second, func(context.Context) string {
 		if all := machines(t, f.ns); len(all) != 0 {
 			return "Machines " + describe(all)
 		}
@@ -674,7 +675,7 @@ func TestPauseStopsActions(t *testing.T) {
 	})
 	waitSet(t, ms, "paused by annotation", conditionIs(clusterv1.PausedCondition, metav1.ConditionTrue, clusterv1.PausedReason))
 	update(t, ms, func(ms *clusterv1.MachineSet) { ms.Spec.Replicas = ptr.To(int32(3)) })
-	consistently(t, "a paused set does not scale", time.Second, func() string {
+	fx.Consistently(t, "a paused set does not scale", time.Second, func(context.Context) string {
 		if all := machines(t, f.ns); len(all) != 2 {
 			return "Machines " + describe(all)
 		}
@@ -712,11 +713,11 @@ func TestFailedMachineCreateLeavesNothingBehind(t *testing.T) {
 			InfrastructureRef: provider.InfraMachine.Ref("elsewhere"),
 		},
 	}
-	create(t, blocker)
+	fx.Create(t, env.Client, blocker)
 	ms := f.machineSet("fails", 1)
 	// Contains {{ .random }}, as the API demands, but never renders it.
 	ms.Spec.MachineNaming.Template = "fixed{{ if false }}{{ .random }}{{ end }}"
-	create(t, ms)
+	fx.Create(t, env.Client, ms)
 	waitSet(t, ms, "ScalingUp says why nothing is created", func(ms *clusterv1.MachineSet) string {
 		c := msCondition(ms, clusterv1.ScalingUpCondition)
 		if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "already exists") {
@@ -741,7 +742,7 @@ func TestFailedMachineCreateLeavesNothingBehind(t *testing.T) {
 func TestLeftoverClonesAreDeleted(t *testing.T) {
 	f := newFixture(t, false)
 	ms := f.machineSet("sweeper", 0)
-	create(t, ms)
+	fx.Create(t, env.Client, ms)
 	waitSet(t, ms, "reconciled", func(ms *clusterv1.MachineSet) string {
 		if len(ms.Finalizers) == 0 {
 			return "not yet"
@@ -768,9 +769,9 @@ func TestLeftoverClonesAreDeleted(t *testing.T) {
 			InfrastructureRef: provider.InfraMachine.Ref("sweeper-kept"),
 		},
 	}
-	create(t, leftover, kept, machine)
+	fx.Create(t, env.Client, leftover, kept, machine)
 	update(t, ms, func(ms *clusterv1.MachineSet) { ms.Annotations = map[string]string{"poke": "1"} })
-	eventually(t, "the left-over clone is deleted", func() string {
+	fx.Eventually(t, "the left-over clone is deleted", 30*time.Second, func(context.Context) string {
 		err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(leftover), leftover.DeepCopy())
 		if !apierrors.IsNotFound(err) {
 			return fmt.Sprintf("still there (%v)", err)
@@ -784,7 +785,7 @@ func TestTemplateCreatedLaterWakesTheSet(t *testing.T) {
 	f := newFixture(t, false)
 	ms := f.machineSet("patient", 1)
 	ms.Spec.Template.Spec.InfrastructureRef = provider.InfraMachineTemplate.Ref("late")
-	create(t, ms)
+	fx.Create(t, env.Client, ms)
 	waitSet(t, ms, "ScalingUp names the missing template", func(ms *clusterv1.MachineSet) string {
 		c := msCondition(ms, clusterv1.ScalingUpCondition)
 		if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "TestMachineTemplate late does not exist") {
@@ -792,11 +793,11 @@ func TestTemplateCreatedLaterWakesTheSet(t *testing.T) {
 		}
 		return ""
 	})
-	create(t, provider.InfraMachineTemplate.New(f.ns, "late", map[string]any{"template": map[string]any{"spec": map[string]any{}}}))
+	fx.Create(t, env.Client, provider.InfraMachineTemplate.New(f.ns, "late", map[string]any{"template": map[string]any{"spec": map[string]any{}}}))
 	got := waitMachines(t, f.ns, 1)
 	// The Machine comes first, its clones right after.
 	infra := provider.InfraMachine.New(f.ns, got[0].Name, nil)
-	eventually(t, "the Machine's infrastructure clone", func() string {
+	fx.Eventually(t, "the Machine's infrastructure clone", 30*time.Second, func(context.Context) string {
 		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(infra), infra); err != nil {
 			return err.Error()
 		}

@@ -15,6 +15,7 @@ import (
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/controllers/machineset"
+	fx "capstan.dev/capstan/test/fixture"
 	"capstan.dev/capstan/test/provider"
 )
 
@@ -37,7 +38,7 @@ func TestMissingClonesAreCreated(t *testing.T) {
 	f := newFixture(t, false)
 	ms := f.machineSet("repair", 3)
 	ms.Annotations = map[string]string{clusterv1.PausedAnnotation: ""}
-	create(t, ms)
+	fx.Create(t, env.Client, ms)
 	get(t, ms)
 
 	machine := func(name string) *clusterv1.Machine {
@@ -71,13 +72,13 @@ func TestMissingClonesAreCreated(t *testing.T) {
 	}
 	// Made by someone else, who creates its objects after it.
 	foreign := machine("repair-foreign")
-	create(t, foreign)
+	fx.Create(t, env.Client, foreign)
 
 	update(t, ms, func(ms *clusterv1.MachineSet) { delete(ms.Annotations, clusterv1.PausedAnnotation) })
 
 	get(t, crashed)
 	for _, obj := range []*unstructured.Unstructured{provider.BootstrapConfig.New(f.ns, crashed.Name, nil), provider.InfraMachine.New(f.ns, crashed.Name, nil)} {
-		eventually(t, obj.GetKind()+" of the crashed Machine", func() string {
+		fx.Eventually(t, obj.GetKind()+" of the crashed Machine", 30*time.Second, func(context.Context) string {
 			if !exists(t, obj) {
 				return "not created"
 			}
@@ -93,7 +94,7 @@ func TestMissingClonesAreCreated(t *testing.T) {
 		t.Errorf("the repaired TestMachine is not the template's clone: labels %v", infra.GetLabels())
 	}
 
-	consistently(t, "nothing made for the provisioned and the foreign Machine", 2*time.Second, func() string {
+	fx.Consistently(t, "nothing made for the provisioned and the foreign Machine", 2*time.Second, func(context.Context) string {
 		for _, obj := range []*unstructured.Unstructured{
 			provider.InfraMachine.New(f.ns, provisioned.Name, nil),
 			provider.InfraMachine.New(f.ns, foreign.Name, nil),
@@ -121,10 +122,10 @@ func TestFailedCloneIsRetried(t *testing.T) {
 		"metadata": map[string]any{"labels": map[string]any{"broken": "not a label value!"}},
 		"spec":     map[string]any{},
 	}})
-	create(t, bad)
+	fx.Create(t, env.Client, bad)
 	ms := f.machineSet("retry", 1)
 	ms.Spec.Template.Spec.InfrastructureRef = provider.InfraMachineTemplate.Ref("bad")
-	create(t, ms)
+	fx.Create(t, env.Client, ms)
 
 	got := waitMachines(t, f.ns, 1)
 	m := got[0]
@@ -150,7 +151,7 @@ func TestFailedCloneIsRetried(t *testing.T) {
 	// The failure's backoff may be long by now; any change of the set wakes it.
 	update(t, ms, func(ms *clusterv1.MachineSet) { ms.Annotations = map[string]string{"poke": "1"} })
 	infra := provider.InfraMachine.New(f.ns, m.Name, nil)
-	eventually(t, "the TestMachine created after the fix", func() string {
+	fx.Eventually(t, "the TestMachine created after the fix", 30*time.Second, func(context.Context) string {
 		if !exists(t, infra) {
 			return "not yet"
 		}

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -28,6 +27,7 @@ import (
 	"capstan.dev/capstan/internal/controllers/machineset"
 	"capstan.dev/capstan/internal/scheme"
 	"capstan.dev/capstan/internal/testenv"
+	fx "capstan.dev/capstan/test/fixture"
 	"capstan.dev/capstan/test/provider"
 )
 
@@ -82,39 +82,6 @@ func TestMain(m *testing.M) {
 	cancel()
 	env.Stop()
 	os.Exit(code)
-}
-
-// eventually polls check until it returns "", and fails with the last
-// thing it said.
-func eventually(t *testing.T, what string, check func() string) {
-	t.Helper()
-	why := ""
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		why = check()
-		return why == "", nil
-	})
-	if err != nil {
-		t.Fatalf("%s: %s", what, why)
-	}
-}
-
-// consistently checks for a while that check keeps returning "".
-func consistently(t *testing.T, what string, d time.Duration, check func() string) {
-	t.Helper()
-	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		if why := check(); why != "" {
-			t.Fatalf("%s: %s", what, why)
-		}
-	}
-}
-
-func create(t *testing.T, objs ...client.Object) {
-	t.Helper()
-	for _, o := range objs {
-		if err := env.Client.Create(context.Background(), o); err != nil {
-			t.Fatalf("creating %T %s: %v", o, o.GetName(), err)
-		}
-	}
 }
 
 func get(t *testing.T, obj client.Object) {
@@ -226,7 +193,7 @@ func deleting(ms []*clusterv1.Machine) []*clusterv1.Machine {
 func waitMachines(t *testing.T, ns string, n int) []*clusterv1.Machine {
 	t.Helper()
 	var got []*clusterv1.Machine
-	eventually(t, fmt.Sprintf("%d Machines", n), func() string {
+	fx.Eventually(t, fmt.Sprintf("%d Machines", n), 30*time.Second, func(context.Context) string {
 		got = machines(t, ns)
 		if len(live(got)) != n || len(deleting(got)) != 0 {
 			return fmt.Sprintf("%d live and %d deleting Machines: %v", len(live(got)), len(deleting(got)), names(got))
@@ -261,7 +228,7 @@ func msCondition(ms *clusterv1.MachineSet, t string) *metav1.Condition {
 // waitSet polls the MachineSet until check passes.
 func waitSet(t *testing.T, ms *clusterv1.MachineSet, what string, check func(*clusterv1.MachineSet) string) {
 	t.Helper()
-	eventually(t, what, func() string {
+	fx.Eventually(t, what, 30*time.Second, func(context.Context) string {
 		got := &clusterv1.MachineSet{}
 		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(ms), got); err != nil {
 			return err.Error()
@@ -312,7 +279,7 @@ func newFixture(t *testing.T, paused bool) *fixture {
 	if paused {
 		f.cluster.Spec.Paused = ptr.To(true)
 	}
-	create(t, f.cluster, f.infra, f.bootstrap)
+	fx.Create(t, env.Client, f.cluster, f.infra, f.bootstrap)
 	return f
 }
 

@@ -26,7 +26,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -34,6 +33,7 @@ import (
 	"capstan.dev/capstan/internal/atomicfile"
 	"capstan.dev/capstan/internal/certs"
 	"capstan.dev/capstan/internal/embedded"
+	"capstan.dev/capstan/test/fixture"
 )
 
 // One control plane per test binary: kube-apiserver's registries are
@@ -144,32 +144,19 @@ func namespace(t *testing.T, c kubernetes.Interface) string {
 	return ns.Name
 }
 
-func eventually(t *testing.T, what string, timeout time.Duration, cond func(ctx context.Context) (bool, error)) {
-	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		ok, err := cond(ctx)
-		last = err
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("%s: not within %s (last error: %v)", what, timeout, last)
-	}
-}
-
 func TestReadyAndHealthy(t *testing.T) {
 	var status int
 	res := admin(t).Discovery().RESTClient().Get().AbsPath("/readyz").Do(context.Background()).StatusCode(&status)
 	if res.Error() != nil || status != 200 {
 		t.Fatalf("/readyz: %d %v", status, res.Error())
 	}
-	eventually(t, "every component healthy", time.Minute, func(ctx context.Context) (bool, error) {
+	fixture.Eventually(t, "every component healthy", time.Minute, func(ctx context.Context) string {
 		for name, err := range cp.Health(ctx) {
 			if err != nil {
-				return false, fmt.Errorf("%s: %w", name, err)
+				return fmt.Sprintf("%s: %v", name, err)
 			}
 		}
-		return len(cp.Health(ctx)) == 4, nil
+		return fixture.Unless(len(cp.Health(ctx)) == 4, "")
 	})
 	if !strings.HasPrefix(cp.EtcdClientURL(), "https://127.0.0.1:") {
 		t.Errorf("etcd client URL %q", cp.EtcdClientURL())
@@ -255,10 +242,10 @@ func TestDeploymentIsScheduled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "2 pods bound to worker-1", time.Minute, func(ctx context.Context) (bool, error) {
+	fixture.Eventually(t, "2 pods bound to worker-1", time.Minute, func(ctx context.Context) string {
 		pods, err := c.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return false, err
+			return err.Error()
 		}
 		bound := 0
 		for _, p := range pods.Items {
@@ -266,7 +253,7 @@ func TestDeploymentIsScheduled(t *testing.T) {
 				bound++
 			}
 		}
-		return len(pods.Items) == 2 && bound == 2, fmt.Errorf("%d pods, %d bound", len(pods.Items), bound)
+		return fixture.Unless(len(pods.Items) == 2 && bound == 2, fmt.Sprintf("%d pods, %d bound", len(pods.Items), bound))
 	})
 }
 
@@ -280,9 +267,9 @@ func TestNamespaceDeletionCompletes(t *testing.T) {
 	if err := c.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "namespace gone", time.Minute, func(ctx context.Context) (bool, error) {
+	fixture.Eventually(t, "namespace gone", time.Minute, func(ctx context.Context) string {
 		_, err := c.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), err
+		return fixture.Unless(apierrors.IsNotFound(err), fmt.Sprint(err))
 	})
 }
 
@@ -320,12 +307,12 @@ func TestBootstrapSignerSignsClusterInfo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "cluster-info signed", time.Minute, func(ctx context.Context) (bool, error) {
+	fixture.Eventually(t, "cluster-info signed", time.Minute, func(ctx context.Context) string {
 		cm, err := c.CoreV1().ConfigMaps("kube-public").Get(ctx, "cluster-info", metav1.GetOptions{})
 		if err != nil {
-			return false, err
+			return err.Error()
 		}
-		return cm.Data["jws-kubeconfig-"+tokenID] != "", nil
+		return fixture.Unless(cm.Data["jws-kubeconfig-"+tokenID] != "", "")
 	})
 }
 
@@ -366,7 +353,7 @@ func TestBootstrapTokenCSRIsApprovedAndSigned(t *testing.T) {
 		t.Fatal(err)
 	}
 	var csr *certificatesv1.CertificateSigningRequest
-	eventually(t, "bootstrap token accepted", 30*time.Second, func(ctx context.Context) (bool, error) {
+	fixture.Eventually(t, "bootstrap token accepted", 30*time.Second, func(ctx context.Context) string {
 		csr, err = bootstrapper.CertificatesV1().CertificateSigningRequests().Create(ctx, &certificatesv1.CertificateSigningRequest{
 			ObjectMeta: metav1.ObjectMeta{GenerateName: "node-csr-"},
 			Spec: certificatesv1.CertificateSigningRequestSpec{
@@ -375,14 +362,14 @@ func TestBootstrapTokenCSRIsApprovedAndSigned(t *testing.T) {
 				Usages:     []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
 			},
 		}, metav1.CreateOptions{})
-		return err == nil, err
+		return fixture.Unless(err == nil, fmt.Sprint(err))
 	})
-	eventually(t, "CSR approved and signed", time.Minute, func(ctx context.Context) (bool, error) {
+	fixture.Eventually(t, "CSR approved and signed", time.Minute, func(ctx context.Context) string {
 		got, err := c.CertificatesV1().CertificateSigningRequests().Get(ctx, csr.Name, metav1.GetOptions{})
 		if err != nil {
-			return false, err
+			return err.Error()
 		}
-		return len(got.Status.Certificate) > 0, fmt.Errorf("conditions %v", got.Status.Conditions)
+		return fixture.Unless(len(got.Status.Certificate) > 0, fmt.Sprintf("conditions %v", got.Status.Conditions))
 	})
 	got, _ := c.CertificatesV1().CertificateSigningRequests().Get(ctx, csr.Name, metav1.GetOptions{})
 	cert, err := certs.ParseCert(got.Status.Certificate)
@@ -441,9 +428,9 @@ func TestSecondEtcdMemberJoins(t *testing.T) {
 	defer func() {
 		// etcd refuses to remove a member until every member has been
 		// connected for a few seconds.
-		eventually(t, "second member removed", 30*time.Second, func(ctx context.Context) (bool, error) {
+		fixture.Eventually(t, "second member removed", 30*time.Second, func(ctx context.Context) string {
 			_, err := cli.MemberRemove(ctx, uint64(second.Server.MemberID()))
-			return err == nil, err
+			return fixture.Unless(err == nil, fmt.Sprint(err))
 		})
 		second.Close()
 	}()

@@ -22,6 +22,7 @@ import (
 
 	"capstan.dev/capstan/internal/certs"
 	"capstan.dev/capstan/internal/node/kubelet"
+	"capstan.dev/capstan/test/fixture"
 )
 
 // csrsFor lists the CertificateSigningRequests asking for nodeName's
@@ -58,9 +59,9 @@ func parseCSR(t *testing.T, csr certificatesv1.CertificateSigningRequest) *x509.
 func awaitCSR(t *testing.T, c kubernetes.Interface, nodeName string) certificatesv1.CertificateSigningRequest {
 	t.Helper()
 	var found []certificatesv1.CertificateSigningRequest
-	eventually(t, 10*time.Second, "CSR for "+nodeName, func(context.Context) (bool, string) {
+	fixture.Eventually(t, "CSR for "+nodeName, 10*time.Second, func(context.Context) string {
 		found = csrsFor(t, c, nodeName)
-		return len(found) == 1, "none yet"
+		return fixture.Unless(len(found) == 1, "none yet")
 	})
 	return found[0]
 }

@@ -26,6 +26,7 @@ import (
 	"capstan.dev/capstan/internal/certs"
 	"capstan.dev/capstan/internal/node/controlplane"
 	"capstan.dev/capstan/internal/node/kubelet"
+	"capstan.dev/capstan/test/fixture"
 
 	controlplanev1 "capstan.dev/capstan/api/controlplane/kubeadm/v1beta2"
 )
@@ -194,23 +195,23 @@ func TestOnKubeadmControlPlane(t *testing.T) {
 		OnLeave: func(context.Context) error { mu.Lock(); leaves++; mu.Unlock(); return nil },
 	})
 
-	eventually(t, time.Minute, "Node Ready, labelled, and its not-ready taint lifted by the node lifecycle controller", func(ctx context.Context) (bool, string) {
+	fixture.Eventually(t, "Node Ready, labelled, and its not-ready taint lifted by the node lifecycle controller", time.Minute, func(ctx context.Context) string {
 		nd, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return false, err.Error()
+			return err.Error()
 		}
 		ready := nodeCondition(nd, corev1.NodeReady)
 		_, role := nd.Labels["node-role.kubernetes.io/control-plane"]
-		return ready != nil && ready.Status == corev1.ConditionTrue && role && len(nd.Spec.Taints) == 1 && nd.Labels["example.com/a"] == "b",
-			fmt.Sprintf("Ready %+v labels %v taints %v", ready, nd.Labels, nd.Spec.Taints)
+		return fixture.Unless(ready != nil && ready.Status == corev1.ConditionTrue && role && len(nd.Spec.Taints) == 1 && nd.Labels["example.com/a"] == "b",
+			fmt.Sprintf("Ready %+v labels %v taints %v", ready, nd.Labels, nd.Spec.Taints))
 	})
 	for _, component := range []string{"etcd", "kube-apiserver"} {
-		eventually(t, 30*time.Second, "mirror pod "+component, func(ctx context.Context) (bool, string) {
+		fixture.Eventually(t, "mirror pod "+component, 30*time.Second, func(ctx context.Context) string {
 			p, err := c.CoreV1().Pods("kube-system").Get(ctx, component+"-"+name, metav1.GetOptions{})
 			if err != nil {
-				return false, err.Error()
+				return err.Error()
 			}
-			return condition(p, corev1.PodReady) == corev1.ConditionTrue, fmt.Sprintf("%+v", p.Status)
+			return fixture.Unless(condition(p, corev1.PodReady) == corev1.ConditionTrue, fmt.Sprintf("%+v", p.Status))
 		})
 	}
 
@@ -219,27 +220,27 @@ func TestOnKubeadmControlPlane(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "pod created (the service account controller makes the default account)", func(ctx context.Context) (bool, string) {
+	fixture.Eventually(t, "pod created (the service account controller makes the default account)", 30*time.Second, func(ctx context.Context) string {
 		_, err := c.CoreV1().Pods(ns.Name).Create(ctx, &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "p"},
 			Spec: corev1.PodSpec{NodeName: name, Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/app:1"}},
 				Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}}},
 		}, metav1.CreateOptions{})
-		return err == nil, fmt.Sprint(err)
+		return fixture.Unless(err == nil, fmt.Sprint(err))
 	})
-	eventually(t, 30*time.Second, "pod Running and Ready", func(ctx context.Context) (bool, string) {
+	fixture.Eventually(t, "pod Running and Ready", 30*time.Second, func(ctx context.Context) string {
 		p, err := c.CoreV1().Pods(ns.Name).Get(ctx, "p", metav1.GetOptions{})
 		if err != nil {
-			return false, err.Error()
+			return err.Error()
 		}
-		return condition(p, corev1.PodReady) == corev1.ConditionTrue && p.Status.PodIP != "", fmt.Sprintf("%+v", p.Status)
+		return fixture.Unless(condition(p, corev1.PodReady) == corev1.ConditionTrue && p.Status.PodIP != "", fmt.Sprintf("%+v", p.Status))
 	})
 	if err := c.CoreV1().Pods(ns.Name).EvictV1(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "p"}}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "evicted pod gone", func(ctx context.Context) (bool, string) {
+	fixture.Eventually(t, "evicted pod gone", 30*time.Second, func(ctx context.Context) string {
 		_, err := c.CoreV1().Pods(ns.Name).Get(ctx, "p", metav1.GetOptions{})
-		return apierrors.IsNotFound(err), fmt.Sprint(err)
+		return fixture.Unless(apierrors.IsNotFound(err), fmt.Sprint(err))
 	})
 
 	// Leaving the load balancer, answered with the node's own credentials.
@@ -247,12 +248,12 @@ func TestOnKubeadmControlPlane(t *testing.T) {
 	if _, err := c.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "leave answered", func(ctx context.Context) (bool, string) {
+	fixture.Eventually(t, "leave answered", 30*time.Second, func(ctx context.Context) string {
 		nd, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return false, err.Error()
+			return err.Error()
 		}
-		return nd.Annotations[controlplanev1.LeftLoadBalancerAnnotation] == "true", fmt.Sprint(nd.Annotations)
+		return fixture.Unless(nd.Annotations[controlplanev1.LeftLoadBalancerAnnotation] == "true", fmt.Sprint(nd.Annotations))
 	})
 	mu.Lock()
 	if leaves != 1 {
@@ -262,24 +263,24 @@ func TestOnKubeadmControlPlane(t *testing.T) {
 
 	// Stopped, the node goes NotReady through the node lifecycle controller.
 	n.stop(t)
-	eventually(t, time.Minute, "stopped node NotReady", func(ctx context.Context) (bool, string) {
+	fixture.Eventually(t, "stopped node NotReady", time.Minute, func(ctx context.Context) string {
 		nd, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return false, err.Error()
+			return err.Error()
 		}
 		ready := nodeCondition(nd, corev1.NodeReady)
-		return ready != nil && ready.Status == corev1.ConditionUnknown, fmt.Sprintf("Ready %+v", ready)
+		return fixture.Unless(ready != nil && ready.Status == corev1.ConditionUnknown, fmt.Sprintf("Ready %+v", ready))
 	})
 
 	// Restarted, it is Ready again at once.
 	startOn(t, c, kubelet.Options{Config: nodeCfg, NodeName: name, ProviderID: "local://default/" + name, KubeletVersion: "v1.35.8"})
-	eventually(t, 30*time.Second, "restarted node Ready", func(ctx context.Context) (bool, string) {
+	fixture.Eventually(t, "restarted node Ready", 30*time.Second, func(ctx context.Context) string {
 		nd, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return false, err.Error()
+			return err.Error()
 		}
 		ready := nodeCondition(nd, corev1.NodeReady)
-		return ready != nil && ready.Status == corev1.ConditionTrue, fmt.Sprintf("Ready %+v", ready)
+		return fixture.Unless(ready != nil && ready.Status == corev1.ConditionTrue, fmt.Sprintf("Ready %+v", ready))
 	})
 }
 
@@ -304,13 +305,13 @@ func TestOnKubeadmControlPlaneRestrictedLabelWithoutLabelsClient(t *testing.T) {
 	cfg.CertData, cfg.KeyData = kp.CertPEM(), keyPEM
 	startOn(t, c, kubelet.Options{Config: cfg, NodeName: name, KubeletVersion: "v1.35.8",
 		Labels: map[string]string{"node-role.kubernetes.io/worker": "", "example.com/b": "c"}})
-	eventually(t, 30*time.Second, "Node Ready", func(ctx context.Context) (bool, string) {
+	fixture.Eventually(t, "Node Ready", 30*time.Second, func(ctx context.Context) string {
 		nd, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return false, err.Error()
+			return err.Error()
 		}
 		ready := nodeCondition(nd, corev1.NodeReady)
-		return ready != nil && ready.Status == corev1.ConditionTrue && nd.Labels["example.com/b"] == "c", fmt.Sprintf("Ready %+v labels %v", ready, nd.Labels)
+		return fixture.Unless(ready != nil && ready.Status == corev1.ConditionTrue && nd.Labels["example.com/b"] == "c", fmt.Sprintf("Ready %+v labels %v", ready, nd.Labels))
 	})
 	time.Sleep(2 * interval)
 	nd, _ := c.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})

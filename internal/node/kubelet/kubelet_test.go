@@ -23,7 +23,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -31,6 +30,7 @@ import (
 	"capstan.dev/capstan/internal/certs"
 	"capstan.dev/capstan/internal/node/kubelet"
 	"capstan.dev/capstan/internal/testenv"
+	"capstan.dev/capstan/test/fixture"
 
 	controlplanev1 "capstan.dev/capstan/api/controlplane/kubeadm/v1beta2"
 )
@@ -162,21 +162,6 @@ func start(t *testing.T, o kubelet.Options) *node {
 	return n
 }
 
-// eventually polls cond until it is true, failing the test after timeout
-// with the last reason cond gave.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, string)) {
-	t.Helper()
-	var last string
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		ok, why := cond(ctx)
-		last = why
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("%s: not within %s: %s", what, timeout, last)
-	}
-}
-
 func ensureServiceAccount(t *testing.T, c kubernetes.Interface, ns string) {
 	t.Helper()
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
@@ -247,20 +232,20 @@ func TestNodeLifecycle(t *testing.T) {
 
 	// Registration.
 	var registered *corev1.Node
-	eventually(t, 20*time.Second, "Node registered and Ready", func(ctx context.Context) (bool, string) {
+	fixture.Eventually(t, "Node registered and Ready", 20*time.Second, func(ctx context.Context) string {
 		nd, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return false, err.Error()
+			return err.Error()
 		}
 		registered = nd
 		ready := nodeCondition(nd, corev1.NodeReady)
 		if ready == nil || ready.Status != corev1.ConditionTrue {
-			return false, fmt.Sprintf("Ready %+v", ready)
+			return fmt.Sprintf("Ready %+v", ready)
 		}
 		if _, ok := nd.Labels["node-role.kubernetes.io/control-plane"]; !ok {
-			return false, fmt.Sprintf("labels %v", nd.Labels)
+			return fmt.Sprintf("labels %v", nd.Labels)
 		}
-		return true, ""
+		return ""
 	})
 	if registered.Spec.ProviderID != "local://"+ns+"/"+name || registered.Status.NodeInfo.KubeletVersion != "v1.34.2" {
 		t.Errorf("providerID %q kubeletVersion %q", registered.Spec.ProviderID, registered.Status.NodeInfo.KubeletVersion)
@@ -289,16 +274,16 @@ func TestNodeLifecycle(t *testing.T) {
 		return l
 	}
 	var first *coordinationv1.Lease
-	eventually(t, 10*time.Second, "Lease created", func(ctx context.Context) (bool, string) {
+	fixture.Eventually(t, "Lease created", 10*time.Second, func(ctx context.Context) string {
 		first = renewals(ctx)
-		return first != nil, "no lease"
+		return fixture.Unless(first != nil, "no lease")
 	})
 	if *first.Spec.HolderIdentity != name || len(first.OwnerReferences) != 1 || first.OwnerReferences[0].UID != registered.UID {
 		t.Errorf("lease %+v", first)
 	}
-	eventually(t, 10*time.Second, "Lease renewed", func(ctx context.Context) (bool, string) {
+	fixture.Eventually(t, "Lease renewed", 10*time.Second, func(ctx context.Context) string {
 		l := renewals(ctx)
-		return l != nil && l.Spec.RenewTime.After(first.Spec.RenewTime.Time), "not renewed"
+		return fixture.Unless(l != nil && l.Spec.RenewTime.After(first.Spec.RenewTime.Time), "not renewed")
 	})
 
 	// Status writes are rare: the Node's status is not rewritten every
@@ -337,13 +322,13 @@ func TestNodeLifecycle(t *testing.T) {
 	}
 	running := func(podName string) *corev1.Pod {
 		var pod *corev1.Pod
-		eventually(t, 10*time.Second, "pod "+podName+" Running and Ready", func(ctx context.Context) (bool, string) {
+		fixture.Eventually(t, "pod "+podName+" Running and Ready", 10*time.Second, func(ctx context.Context) string {
 			p, err := c.CoreV1().Pods(ns).Get(ctx, podName, metav1.GetOptions{})
 			if err != nil {
-				return false, err.Error()
+				return err.Error()
 			}
 			pod = p
-			return p.Status.Phase == corev1.PodRunning && condition(p, corev1.PodReady) == corev1.ConditionTrue, fmt.Sprintf("status %+v", p.Status)
+			return fixture.Unless(p.Status.Phase == corev1.PodRunning && condition(p, corev1.PodReady) == corev1.ConditionTrue, fmt.Sprintf("status %+v", p.Status))
 		})
 		return pod
 	}
@@ -377,9 +362,9 @@ func TestNodeLifecycle(t *testing.T) {
 
 	// Deletion with a grace period completes long before it ends.
 	gone := func(podName string) {
-		eventually(t, 10*time.Second, "pod "+podName+" gone", func(ctx context.Context) (bool, string) {
+		fixture.Eventually(t, "pod "+podName+" gone", 10*time.Second, func(ctx context.Context) string {
 			_, err := c.CoreV1().Pods(ns).Get(ctx, podName, metav1.GetOptions{})
-			return apierrors.IsNotFound(err), fmt.Sprintf("get: %v", err)
+			return fixture.Unless(apierrors.IsNotFound(err), fmt.Sprintf("get: %v", err))
 		})
 	}
 	if err := c.CoreV1().Pods(ns).Delete(ctx, "p1", metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](30)}); err != nil {
@@ -397,13 +382,13 @@ func TestNodeLifecycle(t *testing.T) {
 	}
 	mirrorReady := func(component string, want corev1.ConditionStatus) *corev1.Pod {
 		var pod *corev1.Pod
-		eventually(t, 10*time.Second, fmt.Sprintf("mirror pod %s Running with Ready=%s", component, want), func(ctx context.Context) (bool, string) {
+		fixture.Eventually(t, fmt.Sprintf("mirror pod %s Running with Ready=%s", component, want), 10*time.Second, func(ctx context.Context) string {
 			p, err := mirror(ctx, component)
 			if err != nil {
-				return false, err.Error()
+				return err.Error()
 			}
 			pod = p
-			return p.Status.Phase == corev1.PodRunning && condition(p, corev1.PodReady) == want, fmt.Sprintf("phase %s Ready %s", p.Status.Phase, condition(p, corev1.PodReady))
+			return fixture.Unless(p.Status.Phase == corev1.PodRunning && condition(p, corev1.PodReady) == want, fmt.Sprintf("phase %s Ready %s", p.Status.Phase, condition(p, corev1.PodReady)))
 		})
 		return pod
 	}
@@ -430,12 +415,12 @@ func TestNodeLifecycle(t *testing.T) {
 	if err := c.CoreV1().Pods(kubelet.MirrorPodNamespace).Delete(ctx, "etcd-"+name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "etcd mirror pod re-created", func(ctx context.Context) (bool, string) {
+	fixture.Eventually(t, "etcd mirror pod re-created", 10*time.Second, func(ctx context.Context) string {
 		p, err := mirror(ctx, "etcd")
 		if err != nil {
-			return false, err.Error()
+			return err.Error()
 		}
-		return p.UID != etcd.UID && p.DeletionTimestamp == nil && condition(p, corev1.PodReady) == corev1.ConditionTrue, "old one still there or not ready"
+		return fixture.Unless(p.UID != etcd.UID && p.DeletionTimestamp == nil && condition(p, corev1.PodReady) == corev1.ConditionTrue, "old one still there or not ready")
 	})
 
 	// Leaving the load balancer.
@@ -443,12 +428,12 @@ func TestNodeLifecycle(t *testing.T) {
 	if _, err := c.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "leave answered", func(ctx context.Context) (bool, string) {
+	fixture.Eventually(t, "leave answered", 10*time.Second, func(ctx context.Context) string {
 		nd, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return false, err.Error()
+			return err.Error()
 		}
-		return nd.Annotations[controlplanev1.LeftLoadBalancerAnnotation] == "true", fmt.Sprintf("annotations %v", nd.Annotations)
+		return fixture.Unless(nd.Annotations[controlplanev1.LeftLoadBalancerAnnotation] == "true", fmt.Sprintf("annotations %v", nd.Annotations))
 	})
 	time.Sleep(3 * interval)
 	if len(left) != 1 {
@@ -481,14 +466,14 @@ func TestAdoptExistingNode(t *testing.T) {
 		Labels: map[string]string{"example.com/pool": "a"},
 		Taints: []corev1.Taint{{Key: "example.com/t", Effect: corev1.TaintEffectNoSchedule}},
 	})
-	eventually(t, 20*time.Second, "Node adopted and Ready", func(ctx context.Context) (bool, string) {
+	fixture.Eventually(t, "Node adopted and Ready", 20*time.Second, func(ctx context.Context) string {
 		nd, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return false, err.Error()
+			return err.Error()
 		}
 		ready := nodeCondition(nd, corev1.NodeReady)
-		return nd.Spec.ProviderID != "" && ready != nil && ready.Status == corev1.ConditionTrue,
-			fmt.Sprintf("providerID %q Ready %+v", nd.Spec.ProviderID, ready)
+		return fixture.Unless(nd.Spec.ProviderID != "" && ready != nil && ready.Status == corev1.ConditionTrue,
+			fmt.Sprintf("providerID %q Ready %+v", nd.Spec.ProviderID, ready))
 	})
 	nd, _ := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 	if nd.Spec.ProviderID != "local://"+ns+"/"+name || nd.Status.NodeInfo.KubeletVersion != "v1.33.0" {
@@ -539,13 +524,13 @@ func TestRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 		var pod *corev1.Pod
-		eventually(t, 20*time.Second, podName+" Running", func(ctx context.Context) (bool, string) {
+		fixture.Eventually(t, podName+" Running", 20*time.Second, func(ctx context.Context) string {
 			p, err := c.CoreV1().Pods(ns).Get(ctx, podName, metav1.GetOptions{})
 			if err != nil {
-				return false, err.Error()
+				return err.Error()
 			}
 			pod = p
-			return condition(p, corev1.PodReady) == corev1.ConditionTrue, string(p.Status.Phase)
+			return fixture.Unless(condition(p, corev1.PodReady) == corev1.ConditionTrue, string(p.Status.Phase))
 		})
 		return pod
 	}
@@ -554,9 +539,9 @@ func TestRestart(t *testing.T) {
 	if host.Status.PodIP != "127.0.0.1" {
 		t.Errorf("host-network pod IP %q, want the node's address", host.Status.PodIP)
 	}
-	eventually(t, 10*time.Second, "scheduler mirror pod", func(ctx context.Context) (bool, string) {
+	fixture.Eventually(t, "scheduler mirror pod", 10*time.Second, func(ctx context.Context) string {
 		_, err := c.CoreV1().Pods(kubelet.MirrorPodNamespace).Get(ctx, "kube-scheduler-"+name, metav1.GetOptions{})
-		return err == nil, fmt.Sprint(err)
+		return fixture.Unless(err == nil, fmt.Sprint(err))
 	})
 	first.stop(t)
 	before, _ := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
@@ -567,9 +552,9 @@ func TestRestart(t *testing.T) {
 	if b.Status.PodIP == a.Status.PodIP {
 		t.Errorf("pod b got a's address %s after a restart", a.Status.PodIP)
 	}
-	eventually(t, 10*time.Second, "orphaned mirror pod deleted", func(ctx context.Context) (bool, string) {
+	fixture.Eventually(t, "orphaned mirror pod deleted", 10*time.Second, func(ctx context.Context) string {
 		_, err := c.CoreV1().Pods(kubelet.MirrorPodNamespace).Get(ctx, "kube-scheduler-"+name, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), fmt.Sprint(err)
+		return fixture.Unless(apierrors.IsNotFound(err), fmt.Sprint(err))
 	})
 	if again, _ := c.CoreV1().Pods(ns).Get(ctx, "a", metav1.GetOptions{}); again.ResourceVersion != a.ResourceVersion {
 		t.Errorf("pod a rewritten after a restart: %+v", again.Status)
@@ -590,18 +575,18 @@ func TestNodeDeleted(t *testing.T) {
 	c := admin(t)
 	name := "n-" + env.Namespace(t)
 	start(t, kubelet.Options{NodeName: name, KubeletVersion: "v1.34.2"})
-	eventually(t, 20*time.Second, "Lease", func(ctx context.Context) (bool, string) {
+	fixture.Eventually(t, "Lease", 20*time.Second, func(ctx context.Context) string {
 		_, err := c.CoordinationV1().Leases(kubelet.NodeLeaseNamespace).Get(ctx, name, metav1.GetOptions{})
-		return err == nil, fmt.Sprint(err)
+		return fixture.Unless(err == nil, fmt.Sprint(err))
 	})
 	if err := c.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// The plane's garbage collector removes the Lease the Node owns; a
 	// kubelet that kept renewing would bring it back.
-	eventually(t, 20*time.Second, "Lease collected", func(ctx context.Context) (bool, string) {
+	fixture.Eventually(t, "Lease collected", 20*time.Second, func(ctx context.Context) string {
 		_, err := c.CoordinationV1().Leases(kubelet.NodeLeaseNamespace).Get(ctx, name, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), fmt.Sprint(err)
+		return fixture.Unless(apierrors.IsNotFound(err), fmt.Sprint(err))
 	})
 	time.Sleep(4 * interval)
 	if _, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {

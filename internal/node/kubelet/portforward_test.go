@@ -24,6 +24,7 @@ import (
 	"capstan.dev/capstan/internal/etcdclient"
 	"capstan.dev/capstan/internal/node/kubelet"
 	"capstan.dev/capstan/internal/portforward"
+	"capstan.dev/capstan/test/fixture"
 )
 
 // TestPortForwardThroughAPIServer reaches a machine's etcd as
@@ -61,17 +62,17 @@ func TestPortForwardThroughAPIServer(t *testing.T) {
 		Server: &kubelet.ServerOptions{Certificate: servingCertificate(t, ca, name), ClientCAs: pool(ca.Cert)},
 	})
 	var kubeletPort int32
-	eventually(t, time.Minute, "Node reporting the kubelet API's port, and the etcd mirror pod", func(ctx context.Context) (bool, string) {
+	fixture.Eventually(t, "Node reporting the kubelet API's port, and the etcd mirror pod", time.Minute, func(ctx context.Context) string {
 		nd, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return false, err.Error()
+			return err.Error()
 		}
 		kubeletPort = nd.Status.DaemonEndpoints.KubeletEndpoint.Port
 		if kubeletPort == 10250 || kubeletPort == 0 {
-			return false, fmt.Sprintf("kubelet port %d", kubeletPort)
+			return fmt.Sprintf("kubelet port %d", kubeletPort)
 		}
 		_, err = c.CoreV1().Pods(kubelet.MirrorPodNamespace).Get(ctx, "etcd-"+name, metav1.GetOptions{})
-		return err == nil, fmt.Sprint(err)
+		return fixture.Unless(err == nil, fmt.Sprint(err))
 	})
 
 	dialer, err := portforward.NewDialer(workload.AdminConfig())

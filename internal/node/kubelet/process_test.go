@@ -22,6 +22,7 @@ import (
 
 	"capstan.dev/capstan/internal/deploy"
 	"capstan.dev/capstan/internal/node/kubelet"
+	"capstan.dev/capstan/test/fixture"
 )
 
 // processPod is a pod of Capstan's image whose "capstan" is /bin/sh here,
@@ -58,13 +59,13 @@ func processAlive(pid int) bool {
 func readPid(t *testing.T, dir string) int {
 	t.Helper()
 	var pid int
-	eventually(t, 20*time.Second, "the process wrote its pid", func(context.Context) (bool, string) {
+	fixture.Eventually(t, "the process wrote its pid", 20*time.Second, func(context.Context) string {
 		b, err := os.ReadFile(filepath.Join(dir, "pid"))
 		if err != nil {
-			return false, err.Error()
+			return err.Error()
 		}
 		pid, err = strconv.Atoi(strings.TrimSpace(string(b)))
-		return err == nil, fmt.Sprint(err)
+		return fixture.Unless(err == nil, fmt.Sprint(err))
 	})
 	return pid
 }
@@ -107,12 +108,12 @@ func TestPodsOfCapstanImageRunAsProcesses(t *testing.T) {
 	other.Spec.Containers[0].Image = "registry.k8s.io/pause:3.10"
 	other = create(other)
 
-	eventually(t, 20*time.Second, "the server pod running and ready", func(context.Context) (bool, string) {
+	fixture.Eventually(t, "the server pod running and ready", 20*time.Second, func(context.Context) string {
 		pod := get("server")
 		cs := pod.Status.ContainerStatuses
 		ok := pod.Status.Phase == corev1.PodRunning && condition(pod, corev1.PodReady) == corev1.ConditionTrue &&
 			len(cs) == 1 && cs[0].State.Running != nil && cs[0].Ready && cs[0].RestartCount == 0
-		return ok, fmt.Sprintf("phase %s, containers %+v", pod.Status.Phase, cs)
+		return fixture.Unless(ok, fmt.Sprintf("phase %s, containers %+v", pod.Status.Phase, cs))
 	})
 	dir := podDir(root, server)
 	pid := readPid(t, dir)
@@ -150,24 +151,24 @@ func TestPodsOfCapstanImageRunAsProcesses(t *testing.T) {
 		t.Errorf("the pod's credentials are %s, want %s", got, want)
 	}
 
-	eventually(t, 20*time.Second, "the failing pod Failed with exit code 3", func(context.Context) (bool, string) {
+	fixture.Eventually(t, "the failing pod Failed with exit code 3", 20*time.Second, func(context.Context) string {
 		pod := get("failing")
 		cs := pod.Status.ContainerStatuses
 		ok := pod.Status.Phase == corev1.PodFailed && len(cs) == 1 && cs[0].State.Terminated != nil &&
 			cs[0].State.Terminated.ExitCode == 3 && cs[0].RestartCount == 0 && !cs[0].Ready
-		return ok, fmt.Sprintf("phase %s, containers %+v", pod.Status.Phase, cs)
+		return fixture.Unless(ok, fmt.Sprintf("phase %s, containers %+v", pod.Status.Phase, cs))
 	})
-	eventually(t, 40*time.Second, "the crashing pod restarted with back-off", func(context.Context) (bool, string) {
+	fixture.Eventually(t, "the crashing pod restarted with back-off", 40*time.Second, func(context.Context) string {
 		pod := get("crashing")
 		cs := pod.Status.ContainerStatuses
 		ok := pod.Status.Phase == corev1.PodRunning && condition(pod, corev1.PodReady) == corev1.ConditionFalse &&
 			len(cs) == 1 && cs[0].RestartCount >= 1 && cs[0].LastTerminationState.Terminated != nil &&
 			cs[0].LastTerminationState.Terminated.ExitCode == 4
-		return ok, fmt.Sprintf("phase %s, containers %+v", pod.Status.Phase, cs)
+		return fixture.Unless(ok, fmt.Sprintf("phase %s, containers %+v", pod.Status.Phase, cs))
 	})
-	eventually(t, 20*time.Second, "the pod of another image simulated as running", func(context.Context) (bool, string) {
+	fixture.Eventually(t, "the pod of another image simulated as running", 20*time.Second, func(context.Context) string {
 		pod := get("other")
-		return pod.Status.Phase == corev1.PodRunning && condition(pod, corev1.PodReady) == corev1.ConditionTrue, string(pod.Status.Phase)
+		return fixture.Unless(pod.Status.Phase == corev1.PodRunning && condition(pod, corev1.PodReady) == corev1.ConditionTrue, string(pod.Status.Phase))
 	})
 	if _, err := os.Stat(podDir(root, other)); !os.IsNotExist(err) {
 		t.Errorf("a directory was made for the pod of another image: %v", err)
@@ -177,9 +178,9 @@ func TestPodsOfCapstanImageRunAsProcesses(t *testing.T) {
 	if err := c.CoreV1().Pods(ns).Delete(ctx, "server", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, "the deleted server pod gone", func(ctx context.Context) (bool, string) {
+	fixture.Eventually(t, "the deleted server pod gone", 20*time.Second, func(ctx context.Context) string {
 		_, err := c.CoreV1().Pods(ns).Get(ctx, "server", metav1.GetOptions{})
-		return apierrors.IsNotFound(err), fmt.Sprint(err)
+		return fixture.Unless(apierrors.IsNotFound(err), fmt.Sprint(err))
 	})
 	if processAlive(pid) {
 		t.Errorf("process %d of the deleted pod still runs", pid)

@@ -18,7 +18,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -34,6 +33,7 @@ import (
 	"capstan.dev/capstan/internal/providers/local/machinedir"
 	"capstan.dev/capstan/internal/scheme"
 	"capstan.dev/capstan/internal/testenv"
+	"capstan.dev/capstan/test/fixture"
 )
 
 var (
@@ -131,17 +131,6 @@ func providerRoot(t *testing.T) string {
 	return root
 }
 
-func eventually(t *testing.T, what string, check func(ctx context.Context) string) {
-	t.Helper()
-	why := ""
-	if err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		why = check(context.Background())
-		return why == "", nil
-	}); err != nil {
-		t.Fatalf("%s: %s", what, why)
-	}
-}
-
 func condition(conds []metav1.Condition, typ string, status metav1.ConditionStatus) string {
 	c := meta.FindStatusCondition(conds, typ)
 	if c == nil || c.Status != status {
@@ -152,30 +141,24 @@ func condition(conds []metav1.Condition, typ string, status metav1.ConditionStat
 
 func alive(pid int32) bool { return pid > 0 && syscall.Kill(int(pid), 0) == nil }
 
-// newCluster creates a Cluster and its LocalCluster, owned by it as the
+// createLocalCluster creates a Cluster and its LocalCluster, owned by it as the
 // Cluster controller would make it.
-func newCluster(t *testing.T, ns, name string, fds ...clusterv1.FailureDomain) (*clusterv1.Cluster, *localv1.LocalCluster) {
+func createLocalCluster(t *testing.T, ns, name string, fds ...clusterv1.FailureDomain) (*clusterv1.Cluster, *localv1.LocalCluster) {
 	t.Helper()
-	ctx := context.Background()
-	c := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	c.Spec.InfrastructureRef = clusterv1.ContractVersionedObjectReference{APIGroup: localv1.GroupVersion.Group, Kind: "LocalCluster", Name: name}
-	if err := env.Client.Create(ctx, c); err != nil {
-		t.Fatal(err)
-	}
+	c := fixture.NewCluster(ns, name, fixture.Infrastructure(&localv1.LocalCluster{ObjectMeta: metav1.ObjectMeta{Name: name}}))
+	fixture.Create(t, env.Client, c)
 	lc := &localv1.LocalCluster{ObjectMeta: metav1.ObjectMeta{
 		Namespace: ns, Name: name,
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: "Cluster", Name: c.Name, UID: c.UID, Controller: ptr.To(true)}},
 	}}
 	lc.Spec.FailureDomains = fds
-	if err := env.Client.Create(ctx, lc); err != nil {
-		t.Fatal(err)
-	}
+	fixture.Create(t, env.Client, lc)
 	return c, lc
 }
 
 func waitClusterProvisioned(t *testing.T, lc *localv1.LocalCluster) {
 	t.Helper()
-	eventually(t, "LocalCluster provisioned", func(ctx context.Context) string {
+	fixture.Eventually(t, "LocalCluster provisioned", 30*time.Second, func(ctx context.Context) string {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(lc), lc); err != nil {
 			return err.Error()
 		}
@@ -191,7 +174,7 @@ func deleteAndWaitGone(t *testing.T, obj client.Object) {
 	if err := env.Client.Delete(context.Background(), obj); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "deleting "+obj.GetName(), func(ctx context.Context) string {
+	fixture.Eventually(t, "deleting "+obj.GetName(), 30*time.Second, func(ctx context.Context) string {
 		err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)
 		if apierrors.IsNotFound(err) {
 			return ""
@@ -204,7 +187,7 @@ func TestLocalClusterLoadBalancer(t *testing.T) {
 	ns := env.Namespace(t)
 	root := providerRoot(t)
 	startManager(t, ns, root)
-	_, lc := newCluster(t, ns, "c1", clusterv1.FailureDomain{Name: "fd1", ControlPlane: ptr.To(true)}, clusterv1.FailureDomain{Name: "fd2"})
+	_, lc := createLocalCluster(t, ns, "c1", clusterv1.FailureDomain{Name: "fd1", ControlPlane: ptr.To(true)}, clusterv1.FailureDomain{Name: "fd2"})
 	waitClusterProvisioned(t, lc)
 
 	ep := lc.Spec.ControlPlaneEndpoint
@@ -246,7 +229,7 @@ func TestLocalClusterLoadBalancer(t *testing.T) {
 	if err := syscall.Kill(int(pid), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "load balancer restarted", func(ctx context.Context) string {
+	fixture.Eventually(t, "load balancer restarted", 30*time.Second, func(ctx context.Context) string {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(lc), lc); err != nil {
 			return err.Error()
 		}
@@ -308,7 +291,7 @@ func createBootstrapSecret(t *testing.T, ns, machine string) {
 
 func waitMachineRunning(t *testing.T, lm *localv1.LocalMachine) {
 	t.Helper()
-	eventually(t, "LocalMachine running", func(ctx context.Context) string {
+	fixture.Eventually(t, "LocalMachine running", 30*time.Second, func(ctx context.Context) string {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(lm), lm); err != nil {
 			return err.Error()
 		}
@@ -331,11 +314,11 @@ func TestLocalMachineLifecycle(t *testing.T) {
 	ns := env.Namespace(t)
 	root := providerRoot(t)
 	stop := startManager(t, ns, root)
-	_, lc := newCluster(t, ns, "c2")
+	_, lc := createLocalCluster(t, ns, "c2")
 
 	// Bootstrap data first: the machine waits for it and creates nothing.
 	_, early := newMachine(t, ns, "c2", "c2-early", false)
-	eventually(t, "LocalMachine waiting for bootstrap data", func(ctx context.Context) string {
+	fixture.Eventually(t, "LocalMachine waiting for bootstrap data", 30*time.Second, func(ctx context.Context) string {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(early), early); err != nil {
 			return err.Error()
 		}
@@ -394,7 +377,7 @@ func TestLocalMachineLifecycle(t *testing.T) {
 	if err := env.Client.Status().Update(context.Background(), lm); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "status rewritten by the new manager", func(ctx context.Context) string {
+	fixture.Eventually(t, "status rewritten by the new manager", 30*time.Second, func(ctx context.Context) string {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(lm), lm); err != nil {
 			return err.Error()
 		}
@@ -410,7 +393,7 @@ func TestLocalMachineLifecycle(t *testing.T) {
 		t.Fatalf("the machine was started %d times, want once", n)
 	}
 	lbPID := lc.Status.LoadBalancer.PID
-	eventually(t, "load balancer adopted", func(ctx context.Context) string {
+	fixture.Eventually(t, "load balancer adopted", 30*time.Second, func(ctx context.Context) string {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(lc), lc); err != nil {
 			return err.Error()
 		}
@@ -429,7 +412,7 @@ func TestLocalMachineLifecycle(t *testing.T) {
 	if err := os.Rename(filepath.Join(dir, ".status.tmp"), filepath.Join(dir, "status.json")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "failure reported", func(ctx context.Context) string {
+	fixture.Eventually(t, "failure reported", 30*time.Second, func(ctx context.Context) string {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(lm), lm); err != nil {
 			return err.Error()
 		}
@@ -447,7 +430,7 @@ func TestLocalMachineLifecycle(t *testing.T) {
 	if err := syscall.Kill(int(pid), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "death reported", func(ctx context.Context) string {
+	fixture.Eventually(t, "death reported", 30*time.Second, func(ctx context.Context) string {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(lm), lm); err != nil {
 			return err.Error()
 		}
@@ -507,7 +490,7 @@ func TestPausedClusterIsLeftAlone(t *testing.T) {
 	if err := env.Client.Create(ctx, lc); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "paused", func(ctx context.Context) string {
+	fixture.Eventually(t, "paused", 30*time.Second, func(ctx context.Context) string {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(lc), lc); err != nil {
 			return err.Error()
 		}

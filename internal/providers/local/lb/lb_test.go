@@ -18,6 +18,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"capstan.dev/capstan/internal/providers/local/machinedir"
+	"capstan.dev/capstan/test/fixture"
 )
 
 // fakeAPIServer is an HTTPS server that answers /readyz (200 while ready)
@@ -98,12 +99,12 @@ func startLB(t *testing.T) (machines, string) {
 		}
 	})
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	waitFor(t, "load balancer listening", func() bool {
+	fixture.Eventually(t, "load balancer listening", 10*time.Second, func(context.Context) string {
 		c, err := net.Dial("tcp", addr)
 		if err == nil {
 			c.Close()
 		}
-		return err == nil
+		return fixture.Unless(err == nil, "")
 	})
 	return m, addr
 }
@@ -115,17 +116,6 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // client makes one TLS connection per request, as the balancer spreads
@@ -185,8 +175,14 @@ func TestRoundRobinOverHealthyBackends(t *testing.T) {
 	a, b := newFakeAPIServer(t, "a"), newFakeAPIServer(t, "b")
 	m.publish(t, "m-a", a.addr())
 	m.publish(t, "m-b", b.addr())
-	waitFor(t, "two healthy backends", func() bool { _, err := who(client(false), addr); return err == nil })
-	waitFor(t, "both backends answering", func() bool { s := spreadLoose(addr, 4); return s["a"] > 0 && s["b"] > 0 })
+	fixture.Eventually(t, "two healthy backends", 10*time.Second, func(context.Context) string {
+		_, err := who(client(false), addr)
+		return fixture.Unless(err == nil, "")
+	})
+	fixture.Eventually(t, "both backends answering", 10*time.Second, func(context.Context) string {
+		s := spreadLoose(addr, 4)
+		return fixture.Unless(s["a"] > 0 && s["b"] > 0, "")
+	})
 	seen := spread(t, addr, 10)
 	if seen["a"] != 5 || seen["b"] != 5 {
 		t.Fatalf("want 5 requests on each backend, got %v", seen)
@@ -194,12 +190,15 @@ func TestRoundRobinOverHealthyBackends(t *testing.T) {
 
 	// An unhealthy backend gets nothing until it is ready again.
 	b.ready.Store(false)
-	waitFor(t, "b marked unhealthy", func() bool { s := spreadLoose(addr, 2); return s["b"] == 0 && s["a"] == 2 })
+	fixture.Eventually(t, "b marked unhealthy", 10*time.Second, func(context.Context) string {
+		s := spreadLoose(addr, 2)
+		return fixture.Unless(s["b"] == 0 && s["a"] == 2, "")
+	})
 	if seen := spread(t, addr, 10); seen["b"] != 0 || seen["a"] != 10 {
 		t.Fatalf("unhealthy backend b got connections: %v", seen)
 	}
 	b.ready.Store(true)
-	waitFor(t, "b healthy again", func() bool { return spreadLoose(addr, 2)["b"] > 0 })
+	fixture.Eventually(t, "b healthy again", 10*time.Second, func(context.Context) string { return fixture.Unless(spreadLoose(addr, 2)["b"] > 0, "") })
 }
 
 func TestGracefulRemoval(t *testing.T) {
@@ -207,7 +206,10 @@ func TestGracefulRemoval(t *testing.T) {
 	a, b := newFakeAPIServer(t, "a"), newFakeAPIServer(t, "b")
 	m.publish(t, "m-a", a.addr())
 	m.publish(t, "m-b", b.addr())
-	waitFor(t, "both backends answering", func() bool { s := spreadLoose(addr, 4); return s["a"] > 0 && s["b"] > 0 })
+	fixture.Eventually(t, "both backends answering", 10*time.Second, func(context.Context) string {
+		s := spreadLoose(addr, 4)
+		return fixture.Unless(s["a"] > 0 && s["b"] > 0, "")
+	})
 
 	// A kept-alive connection that landed on b.
 	var onB *http.Client
@@ -271,14 +273,23 @@ func TestBackendFilesAppearAndDisappear(t *testing.T) {
 	m, addr := startLB(t)
 	a := newFakeAPIServer(t, "a")
 	m.publish(t, "m-a", a.addr())
-	waitFor(t, "a answering", func() bool { name, err := who(client(false), addr); return err == nil && name == "a" })
+	fixture.Eventually(t, "a answering", 10*time.Second, func(context.Context) string {
+		name, err := who(client(false), addr)
+		return fixture.Unless(err == nil && name == "a", "")
+	})
 	m.withdraw(t, "m-a")
-	waitFor(t, "no backend left", func() bool { _, err := who(client(false), addr); return err != nil })
+	fixture.Eventually(t, "no backend left", 10*time.Second, func(context.Context) string {
+		_, err := who(client(false), addr)
+		return fixture.Unless(err != nil, "")
+	})
 	// A file with garbage is ignored rather than fatal.
 	m.publish(t, "m-x", "not an address")
 	b := newFakeAPIServer(t, "b")
 	m.publish(t, "m-b", b.addr())
-	waitFor(t, "b answering", func() bool { name, err := who(client(false), addr); return err == nil && name == "b" })
+	fixture.Eventually(t, "b answering", 10*time.Second, func(context.Context) string {
+		name, err := who(client(false), addr)
+		return fixture.Unless(err == nil && name == "b", "")
+	})
 }
 
 func TestRunRefusesSecondInstance(t *testing.T) {
@@ -289,9 +300,9 @@ func TestRunRefusesSecondInstance(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- Run(ctx, root, logr.Discard()) }()
-	waitFor(t, "first instance holds the lock", func() bool {
+	fixture.Eventually(t, "first instance holds the lock", 10*time.Second, func(context.Context) string {
 		_, err := os.Stat(filepath.Join(root, machinedir.LBLockFile))
-		return err == nil
+		return fixture.Unless(err == nil, "")
 	})
 	time.Sleep(100 * time.Millisecond)
 	if err := Run(context.Background(), root, logr.Discard()); err == nil || !strings.Contains(err.Error(), "held") {
