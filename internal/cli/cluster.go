@@ -70,7 +70,11 @@ func createWorkloadCluster(ctx context.Context, out io.Writer, cfg *rest.Config,
 		return err
 	}
 	want := o.controlPlanes + o.workers
-	fmt.Fprintf(out, "Creating cluster %s/%s on the local provider: %d control-plane and %d worker machines.\n", o.namespace, name, o.controlPlanes, o.workers)
+	where := "on the " + o.infrastructure + " provider"
+	if o.from != "" {
+		where = "from " + o.from
+	}
+	fmt.Fprintf(out, "Creating cluster %s/%s %s: %d control-plane and %d worker machines.\n", o.namespace, name, where, o.controlPlanes, o.workers)
 	report := progress.New(out)
 	defer report.Stop()
 	var kubeconfig []byte

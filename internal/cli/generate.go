@@ -5,6 +5,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -45,8 +46,8 @@ const (
 func (o *clusterTemplateOptions) addFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	o.flags = f
-	f.StringVar(&o.infrastructure, "infrastructure", "local", "infrastructure provider of the built-in templates")
-	f.StringVar(&o.flavor, "flavor", "", "template flavor: "+fmt.Sprint(templates.LocalFlavors())+" (default: the provider's default template)")
+	f.StringVar(&o.infrastructure, "infrastructure", "local", "infrastructure provider of the built-in templates: "+strings.Join(templates.Infrastructures(), ", "))
+	f.StringVar(&o.flavor, "flavor", "", "template flavor: local has "+strings.Join(templates.Flavors("local"), ", ")+", in-memory has "+strings.Join(templates.Flavors("in-memory"), ", ")+" (default: the provider's default template)")
 	f.StringVar(&o.from, "from", "", "read the template from this file instead of a built-in one")
 	f.StringVar(&o.config, "config", "", "YAML file of KEY: value template variables (default "+templates.DefaultConfigPath()+" when it exists)")
 	f.StringVar(&o.kubernetesVersion, flagKubernetesVersion, embeddedKubernetesVersion(), "Kubernetes version of the machines ("+varKubernetesVersion+")")
@@ -72,10 +73,7 @@ func (o *clusterTemplateOptions) template() (string, error) {
 		}
 		return string(b), nil
 	}
-	if o.infrastructure != "local" {
-		return "", fmt.Errorf("--infrastructure %q: the built-in templates are for \"local\"; use --from for other providers", o.infrastructure)
-	}
-	return templates.Local(o.flavor)
+	return templates.Builtin(o.infrastructure, o.flavor)
 }
 
 func (o *clusterTemplateOptions) changed(flag string) bool {

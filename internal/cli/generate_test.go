@@ -9,12 +9,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	controlplanev1 "capstan.dev/capstan/api/controlplane/kubeadm/v1beta2"
+	inmemoryv1 "capstan.dev/capstan/api/infrastructure/inmemory/v1beta2"
 	localv1 "capstan.dev/capstan/api/infrastructure/local/v1beta2"
 )
 
@@ -25,7 +27,7 @@ func isolateTemplateVariables(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
 	t.Setenv("XDG_CONFIG_HOME", dir)
-	for _, k := range []string{"CLUSTER_NAME", "NAMESPACE", "KUBERNETES_VERSION", "CONTROL_PLANE_MACHINE_COUNT", "WORKER_MACHINE_COUNT", "POD_CIDR", "SERVICE_CIDR"} {
+	for _, k := range []string{"CLUSTER_NAME", "NAMESPACE", "KUBERNETES_VERSION", "CONTROL_PLANE_MACHINE_COUNT", "WORKER_MACHINE_COUNT", "POD_CIDR", "SERVICE_CIDR", "MACHINE_BOOT_DELAY"} {
 		t.Setenv(k, "") // restores the old value when the test ends
 		os.Unsetenv(k)
 	}
@@ -171,6 +173,7 @@ func TestGenerateErrors(t *testing.T) {
 		{"explicit config missing", []string{"--config", filepath.Join(dir, "nope.yaml")}, "--config: reading the variables file"},
 		{"count not a number", []string{"--config", write("nan.yaml", "WORKER_MACHINE_COUNT: many\n")}, `WORKER_MACHINE_COUNT "many": must be a whole number`},
 		{"no control plane", []string{"--control-plane-machine-count", "0"}, "CONTROL_PLANE_MACHINE_COUNT 0: must be at least 1"},
+		{"provider without templates", []string{"--infrastructure", "aws"}, `--infrastructure "aws": there are built-in templates for in-memory, local only; use --from for other providers`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, _, err := runCapstan(t, append([]string{"generate", "cluster", "demo"}, tc.args...)...)
@@ -190,14 +193,25 @@ func TestGeneratedClustersAreValid(t *testing.T) {
 	isolateTemplateVariables(t)
 	ns := env.Namespace(t)
 	ctx := context.Background()
-	for _, flavor := range []string{"default", "ha"} {
-		out, _, err := runCapstan(t, "generate", "cluster", "c-"+flavor, "--flavor", flavor, "-n", ns)
+	for _, tc := range []struct{ name, infrastructure, flavor string }{
+		{"c-default", "local", "default"},
+		{"c-ha", "local", "ha"},
+		{"c-sim", "in-memory", "default"},
+	} {
+		out, _, err := runCapstan(t, "generate", "cluster", tc.name, "--infrastructure", tc.infrastructure, "--flavor", tc.flavor, "-n", ns)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := applyManifests(ctx, env.Client, out); err != nil {
-			t.Fatalf("the API server refuses the %s flavor: %v", flavor, err)
+			t.Fatalf("the API server refuses the %s %s flavor: %v", tc.infrastructure, tc.flavor, err)
 		}
+	}
+	sim := &inmemoryv1.InMemoryCluster{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c-sim"}, sim); err != nil {
+		t.Fatal(err)
+	}
+	if d := sim.Spec.Delays; d == nil || d.Machine == nil || d.Machine.Duration != 10*time.Second {
+		t.Errorf("in-memory cluster stored with delays %+v, want machines booting in 10s", d)
 	}
 	kcp := &controlplanev1.KubeadmControlPlane{}
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c-ha-control-plane"}, kcp); err != nil {

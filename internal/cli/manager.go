@@ -14,6 +14,7 @@ import (
 
 	"capstan.dev/capstan/internal/manager"
 	"capstan.dev/capstan/internal/plan"
+	"capstan.dev/capstan/internal/providers/inmemory"
 	"capstan.dev/capstan/internal/providers/local"
 )
 
@@ -24,6 +25,7 @@ func newManagerCommand() *cobra.Command {
 		concurrency     []string
 		revisionHistory int32
 		localDir        string
+		inMemory        bool
 	)
 	cmd := &cobra.Command{
 		Use:   "manager",
@@ -46,6 +48,9 @@ replicas with --leader-elect for high availability.`,
 			}
 			if localDir != "" {
 				o.Local = &local.Options{Dir: localDir}
+			}
+			if inMemory {
+				o.InMemory = &inmemory.Options{}
 			}
 			cfg, err := managementConfig(kubeconfig)
 			if err != nil {
@@ -72,6 +77,7 @@ replicas with --leader-elect for high availability.`,
 	f.IntVar(&o.Burst, "kube-api-burst", 100, "burst of queries above --kube-api-qps")
 	f.Int32Var(&revisionHistory, "revision-history-limit", plan.DefaultRevisionHistoryLimit, "old, scaled-down MachineSets each MachineDeployment keeps for rollback")
 	f.StringVar(&localDir, "local-dir", "", "run the local infrastructure provider, keeping its machines under this directory (off when empty)")
+	f.BoolVar(&inMemory, "in-memory", false, "run the in-memory infrastructure provider: simulated machines, whose API servers listen on 127.0.0.1")
 	f.DurationVar(&o.SyncPeriod, "sync-period", 10*time.Minute, "how often every object is reconciled without a change")
 	return cmd
 }
@@ -91,7 +97,8 @@ func parseConcurrency(pairs []string) (map[string]int, error) {
 		manager.MachineSetController: true, manager.MachineDeploymentController: true,
 		manager.MachineHealthCheckController: true, manager.KubeadmConfigController: true,
 		manager.KubeadmControlPlaneController: true, manager.LocalClusterController: true,
-		manager.LocalMachineController: true,
+		manager.LocalMachineController: true, inmemory.InMemoryClusterController: true,
+		inmemory.InMemoryMachineController: true,
 	}
 	out := map[string]int{}
 	for _, p := range pairs {

@@ -24,6 +24,7 @@ import (
 	"capstan.dev/capstan/internal/inventory"
 	"capstan.dev/capstan/internal/manager"
 	"capstan.dev/capstan/internal/mgmt"
+	"capstan.dev/capstan/internal/providers/inmemory"
 	"capstan.dev/capstan/internal/providers/local"
 	"capstan.dev/capstan/internal/version"
 )
@@ -38,6 +39,9 @@ type upOptions struct {
 	// <state-dir>/local. Two planes given the same directory can hand
 	// machines to each other (capstan move) without restarting them.
 	localDir string
+	// inMemory runs the in-memory provider too: simulated machines, for
+	// many clusters at once.
+	inMemory bool
 	// cluster, when set, is a workload cluster to create once the plane is
 	// ready, from the template options.
 	cluster        string
@@ -67,7 +71,8 @@ once the plane is ready and returns the shell; --foreground keeps it attached
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long to wait for the plane to become ready")
 	cmd.Flags().BoolVar(&o.controllers, "controllers", true, "run Capstan's controllers in this process; turn off when a separate `capstan manager` runs them")
 	cmd.Flags().StringVar(&o.localDir, "local-dir", "", "directory of the local provider's machines (default <state-dir>/local); planes that share it can move clusters between them without restarting machines")
-	cmd.Flags().StringVar(&o.cluster, "cluster", "", "also create a workload cluster of this name on the local provider and wait until its nodes are Ready")
+	cmd.Flags().BoolVar(&o.inMemory, "in-memory", true, "also run the in-memory provider (simulated machines; capstan generate cluster --infrastructure in-memory)")
+	cmd.Flags().StringVar(&o.cluster, "cluster", "", "also create a workload cluster of this name (on --infrastructure, the local provider by default) and wait until its nodes are Ready")
 	cmd.Flags().DurationVar(&o.clusterTimeout, "cluster-timeout", 10*time.Minute, "how long to wait for the --cluster workload cluster")
 	o.template.addFlags(cmd)
 	cmd.Flags().IntVar(&o.notifyFD, "notify-fd", 0, "file descriptor to report readiness on (used by the detaching parent)")
@@ -124,7 +129,7 @@ func runForeground(cmd *cobra.Command, dir mgmt.StateDir, o *upOptions) error {
 		ctrl.SetLogger(klog.NewKlogr())
 		go func() {
 			mgr, err := manager.New(plane.Controllers, manager.Options{MetricsAddr: "0", ProbeAddr: "0",
-				Local: &local.Options{Dir: o.machinesDir(dir)}})
+				Local: &local.Options{Dir: o.machinesDir(dir)}, InMemory: o.inMemoryOptions()})
 			if err != nil {
 				managerDone <- fmt.Errorf("starting controllers: %w", err)
 				return
@@ -149,6 +154,14 @@ func runForeground(cmd *cobra.Command, dir mgmt.StateDir, o *upOptions) error {
 	case err := <-managerDone:
 		return fmt.Errorf("the controllers stopped: %v", err)
 	}
+}
+
+// inMemoryOptions are the in-memory provider's options when it runs.
+func (o *upOptions) inMemoryOptions() *inmemory.Options {
+	if !o.inMemory {
+		return nil
+	}
+	return &inmemory.Options{}
 }
 
 // machinesDir is where the local provider keeps its machines.
@@ -196,7 +209,7 @@ func runDetached(cmd *cobra.Command, dir mgmt.StateDir, o *upOptions) error {
 	}
 	defer readEnd.Close()
 	args := []string{"up", "--foreground", "--state-dir", string(dir), "--notify-fd", "3",
-		"--controllers=" + strconv.FormatBool(o.controllers),
+		"--controllers=" + strconv.FormatBool(o.controllers), "--in-memory=" + strconv.FormatBool(o.inMemory),
 		"--timeout", o.timeout.String(), "-v", klogVerbosity(cmd)}
 	if o.apiPort != 0 {
 		args = append(args, "--api-port", strconv.Itoa(o.apiPort))

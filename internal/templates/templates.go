@@ -9,25 +9,45 @@ import (
 	"strings"
 )
 
-//go:embed local/*.yaml
+//go:embed local/*.yaml in-memory/*.yaml
 var builtin embed.FS
 
-// Local returns the local provider's template for a flavor ("" is the
-// default flavor).
-func Local(flavor string) (string, error) {
+// Infrastructures lists the infrastructure providers that have built-in
+// templates: "local" (machines are processes on this host) and "in-memory"
+// (simulated machines, for many clusters at once).
+func Infrastructures() []string {
+	entries, _ := fs.ReadDir(builtin, ".")
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// Builtin returns an infrastructure provider's built-in template for a
+// flavor ("" is the default flavor).
+func Builtin(infrastructure, flavor string) (string, error) {
+	flavors := Flavors(infrastructure)
+	if len(flavors) == 0 {
+		return "", fmt.Errorf("--infrastructure %q: there are built-in templates for %s only; use --from for other providers",
+			infrastructure, strings.Join(Infrastructures(), ", "))
+	}
 	if flavor == "" {
 		flavor = "default"
 	}
-	b, err := builtin.ReadFile("local/" + flavor + ".yaml")
-	if err != nil {
-		return "", fmt.Errorf("--flavor %q: the local provider has no such flavor; it has %s", flavor, strings.Join(LocalFlavors(), ", "))
+	if !slices.Contains(flavors, flavor) {
+		return "", fmt.Errorf("--flavor %q: the %s provider has no such flavor; it has %s", flavor, infrastructure, strings.Join(flavors, ", "))
 	}
-	return string(b), nil
+	b, err := builtin.ReadFile(infrastructure + "/" + flavor + ".yaml")
+	return string(b), err
 }
 
-// LocalFlavors lists the local provider's flavors.
-func LocalFlavors() []string {
-	entries, _ := fs.ReadDir(builtin, "local")
+// Flavors lists an infrastructure provider's flavors; none for a provider
+// without built-in templates.
+func Flavors(infrastructure string) []string {
+	entries, _ := fs.ReadDir(builtin, infrastructure)
 	var out []string
 	for _, e := range entries {
 		if name, ok := strings.CutSuffix(e.Name(), ".yaml"); ok {

@@ -73,38 +73,49 @@ func TestRender(t *testing.T) {
 	}
 }
 
-func TestLocalDefaultTemplate(t *testing.T) {
-	tmpl, err := Local("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	vars, err := Variables(tmpl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, v := range []string{"CLUSTER_NAME", "NAMESPACE", "KUBERNETES_VERSION", "CONTROL_PLANE_MACHINE_COUNT", "WORKER_MACHINE_COUNT"} {
-		if _, ok := vars[v]; !ok {
-			t.Errorf("template does not use %s", v)
+func TestBuiltinDefaultTemplates(t *testing.T) {
+	for infrastructure, wantKinds := range map[string]string{
+		"local":     "Cluster,LocalCluster,LocalMachineTemplate,KubeadmControlPlane,LocalMachineTemplate,KubeadmConfigTemplate,MachineDeployment",
+		"in-memory": "Cluster,InMemoryCluster,InMemoryMachineTemplate,KubeadmControlPlane,InMemoryMachineTemplate,KubeadmConfigTemplate,MachineDeployment",
+	} {
+		tmpl, err := Builtin(infrastructure, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		vars, err := Variables(tmpl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range []string{"CLUSTER_NAME", "NAMESPACE", "KUBERNETES_VERSION", "CONTROL_PLANE_MACHINE_COUNT", "WORKER_MACHINE_COUNT"} {
+			if _, ok := vars[v]; !ok {
+				t.Errorf("%s: template does not use %s", infrastructure, v)
+			}
+		}
+		out, err := Render(tmpl, lookupFrom(map[string]string{"CLUSTER_NAME": "demo", "NAMESPACE": "default", "KUBERNETES_VERSION": "v1.35.8",
+			"CONTROL_PLANE_MACHINE_COUNT": "1", "WORKER_MACHINE_COUNT": "2"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		kinds := []string{}
+		for _, doc := range strings.Split(out, "\n---\n") {
+			var obj map[string]any
+			if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+				t.Fatalf("%s: rendered document does not parse: %v\n%s", infrastructure, err, doc)
+			}
+			kinds = append(kinds, obj["kind"].(string))
+		}
+		if got := strings.Join(kinds, ","); got != wantKinds {
+			t.Errorf("%s: kinds %s", infrastructure, got)
+		}
+		if _, err := Builtin(infrastructure, "nope"); err == nil {
+			t.Errorf("%s: unknown flavor accepted", infrastructure)
 		}
 	}
-	out, err := Render(tmpl, lookupFrom(map[string]string{"CLUSTER_NAME": "demo", "NAMESPACE": "default", "KUBERNETES_VERSION": "v1.35.8",
-		"CONTROL_PLANE_MACHINE_COUNT": "1", "WORKER_MACHINE_COUNT": "2"}))
-	if err != nil {
-		t.Fatal(err)
+	if got := strings.Join(Infrastructures(), ","); got != "in-memory,local" {
+		t.Errorf("infrastructures %s", got)
 	}
-	kinds := []string{}
-	for _, doc := range strings.Split(out, "\n---\n") {
-		var obj map[string]any
-		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
-			t.Fatalf("rendered document does not parse: %v\n%s", err, doc)
-		}
-		kinds = append(kinds, obj["kind"].(string))
-	}
-	if got := strings.Join(kinds, ","); got != "Cluster,LocalCluster,LocalMachineTemplate,KubeadmControlPlane,LocalMachineTemplate,KubeadmConfigTemplate,MachineDeployment" {
-		t.Errorf("kinds %s", got)
-	}
-	if _, err := Local("nope"); err == nil {
-		t.Error("unknown flavor accepted")
+	if _, err := Builtin("aws", ""); err == nil || !strings.Contains(err.Error(), "in-memory, local") {
+		t.Errorf("unknown provider: %v; want the list of providers with templates", err)
 	}
 }
 
@@ -181,7 +192,7 @@ func TestDefaultConfigPath(t *testing.T) {
 }
 
 func TestLocalHATemplate(t *testing.T) {
-	tmpl, err := Local("ha")
+	tmpl, err := Builtin("local", "ha")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,10 +237,10 @@ func TestLocalHATemplate(t *testing.T) {
 	if !sawKCP || !sawLC {
 		t.Errorf("HA template lacks a KubeadmControlPlane or LocalCluster:\n%s", out)
 	}
-	if got := strings.Join(LocalFlavors(), ","); got != "default,ha" {
+	if got := strings.Join(Flavors("local"), ","); got != "default,ha" {
 		t.Errorf("flavors %s", got)
 	}
-	if _, err := Local("nope"); err == nil || !strings.Contains(err.Error(), "default, ha") {
+	if _, err := Builtin("local", "nope"); err == nil || !strings.Contains(err.Error(), "default, ha") {
 		t.Errorf("unknown flavor: %v", err)
 	}
 }
