@@ -81,14 +81,6 @@ func clusterCheck(t *testing.T, key client.ObjectKey, check func(*clusterv1.Clus
 	return c
 }
 
-func condition(c *clusterv1.Cluster, t string, status metav1.ConditionStatus) string {
-	got := meta.FindStatusCondition(c.Status.Conditions, t)
-	if got == nil || got.Status != status {
-		return fmt.Sprintf("want %s=%s, have %+v", t, status, got)
-	}
-	return ""
-}
-
 func TestClusterFollowsItsInfrastructureAndControlPlane(t *testing.T) {
 	ctx := context.Background()
 	ns := env.Namespace(t)
@@ -105,7 +97,7 @@ func TestClusterFollowsItsInfrastructureAndControlPlane(t *testing.T) {
 		if c.Status.Phase != string(clusterv1.ClusterPhaseProvisioning) {
 			return "phase " + c.Status.Phase
 		}
-		return condition(c, clusterv1.InfrastructureReadyCondition, metav1.ConditionFalse)
+		return fixture.Condition(c.Status.Conditions, clusterv1.InfrastructureReadyCondition, metav1.ConditionFalse)
 	})
 	for _, o := range []*unstructured.Unstructured{infra, cp} {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
@@ -136,12 +128,12 @@ func TestClusterFollowsItsInfrastructureAndControlPlane(t *testing.T) {
 		if c.Spec.ControlPlaneEndpoint.Host != "10.0.0.1" || c.Spec.ControlPlaneEndpoint.Port != 6443 {
 			return fmt.Sprintf("endpoint %+v", c.Spec.ControlPlaneEndpoint)
 		}
-		return condition(c, clusterv1.InfrastructureReadyCondition, metav1.ConditionTrue)
+		return fixture.Condition(c.Status.Conditions, clusterv1.InfrastructureReadyCondition, metav1.ConditionTrue)
 	})
 	if len(c.Status.FailureDomains) != 1 || c.Status.FailureDomains[0].Name != "fd-a" {
 		t.Errorf("failure domains %+v", c.Status.FailureDomains)
 	}
-	if got := condition(c, clusterv1.ClusterControlPlaneInitializedCondition, metav1.ConditionFalse); got != "" {
+	if got := fixture.Condition(c.Status.Conditions, clusterv1.ClusterControlPlaneInitializedCondition, metav1.ConditionFalse); got != "" {
 		t.Error(got)
 	}
 
@@ -185,10 +177,10 @@ func TestClusterFollowsItsInfrastructureAndControlPlane(t *testing.T) {
 		if cp := c.Status.ControlPlane; cp == nil || ptr.Deref(cp.ReadyReplicas, -1) != 2 || ptr.Deref(cp.DesiredReplicas, -1) != 3 {
 			return fmt.Sprintf("control plane counters %+v", c.Status.ControlPlane)
 		}
-		if why := condition(c, clusterv1.ClusterControlPlaneAvailableCondition, metav1.ConditionTrue); why != "" {
+		if why := fixture.Condition(c.Status.Conditions, clusterv1.ClusterControlPlaneAvailableCondition, metav1.ConditionTrue); why != "" {
 			return why
 		}
-		return condition(c, clusterv1.ClusterControlPlaneInitializedCondition, metav1.ConditionTrue)
+		return fixture.Condition(c.Status.Conditions, clusterv1.ClusterControlPlaneInitializedCondition, metav1.ConditionTrue)
 	})
 	if w := c.Status.Workers; w == nil || ptr.Deref(w.DesiredReplicas, -1) != 0 {
 		t.Errorf("workers %+v, want zero desired", w)
@@ -201,10 +193,10 @@ func TestClusterFollowsItsInfrastructureAndControlPlane(t *testing.T) {
 		t.Fatal(err)
 	}
 	clusterCheck(t, key, func(c *clusterv1.Cluster) string {
-		if why := condition(c, clusterv1.ClusterRemoteConnectionProbeCondition, metav1.ConditionTrue); why != "" {
+		if why := fixture.Condition(c.Status.Conditions, clusterv1.ClusterRemoteConnectionProbeCondition, metav1.ConditionTrue); why != "" {
 			return why
 		}
-		return condition(c, clusterv1.AvailableCondition, metav1.ConditionTrue)
+		return fixture.Condition(c.Status.Conditions, clusterv1.AvailableCondition, metav1.ConditionTrue)
 	})
 }
 
@@ -265,7 +257,7 @@ func TestPausedClusterIsLeftAlone(t *testing.T) {
 	cluster.Spec.Paused = ptr.To(true)
 	fixture.Create(t, env.Client, infra, cluster)
 	c := clusterCheck(t, client.ObjectKeyFromObject(cluster), func(c *clusterv1.Cluster) string {
-		return condition(c, clusterv1.PausedCondition, metav1.ConditionTrue)
+		return fixture.Condition(c.Status.Conditions, clusterv1.PausedCondition, metav1.ConditionTrue)
 	})
 	if len(c.Finalizers) != 0 || c.Status.Phase != "" {
 		t.Errorf("a paused Cluster was acted on: finalizers %v, phase %q", c.Finalizers, c.Status.Phase)

@@ -61,14 +61,6 @@ func machineCheck(t *testing.T, key client.ObjectKey, check func(*clusterv1.Mach
 	return m
 }
 
-func cond(m *clusterv1.Machine, t string, s metav1.ConditionStatus) string {
-	c := meta.FindStatusCondition(m.Status.Conditions, t)
-	if c == nil || c.Status != s {
-		return fmt.Sprintf("want %s=%s, have %+v", t, s, c)
-	}
-	return ""
-}
-
 // workloadCluster creates a Cluster whose control plane is initialized and
 // whose kubeconfig reaches the workload plane.
 func workloadCluster(t *testing.T, ns string) *clusterv1.Cluster {
@@ -159,7 +151,7 @@ func TestMachineLifecycle(t *testing.T) {
 		if m.Status.Phase != string(clusterv1.MachinePhasePending) {
 			return "phase " + m.Status.Phase
 		}
-		return cond(m, clusterv1.BootstrapConfigReadyCondition, metav1.ConditionFalse)
+		return fixture.Condition(m.Status.Conditions, clusterv1.BootstrapConfigReadyCondition, metav1.ConditionFalse)
 	})
 	for _, o := range []*unstructured.Unstructured{bootstrap, infra} {
 		fixture.Eventually(t, o.GetKind()+" owned by the Machine", 30*time.Second, func(ctx context.Context) string {
@@ -187,7 +179,7 @@ func TestMachineLifecycle(t *testing.T) {
 		if m.Status.Phase != string(clusterv1.MachinePhaseProvisioning) {
 			return "phase " + m.Status.Phase
 		}
-		return cond(m, clusterv1.BootstrapConfigReadyCondition, metav1.ConditionTrue)
+		return fixture.Condition(m.Status.Conditions, clusterv1.BootstrapConfigReadyCondition, metav1.ConditionTrue)
 	})
 
 	// The infrastructure comes up.
@@ -226,10 +218,10 @@ func TestMachineLifecycle(t *testing.T) {
 		if m.Status.Phase != string(clusterv1.MachinePhaseRunning) {
 			return "phase " + m.Status.Phase
 		}
-		if why := cond(m, clusterv1.ReadyCondition, metav1.ConditionTrue); why != "" {
+		if why := fixture.Condition(m.Status.Conditions, clusterv1.ReadyCondition, metav1.ConditionTrue); why != "" {
 			return why
 		}
-		return cond(m, clusterv1.AvailableCondition, metav1.ConditionTrue)
+		return fixture.Condition(m.Status.Conditions, clusterv1.AvailableCondition, metav1.ConditionTrue)
 	})
 	if got.Status.NodeInfo == nil || got.Status.NodeInfo.KubeletVersion != "v1.35.0" {
 		t.Errorf("nodeInfo %+v", got.Status.NodeInfo)
@@ -260,10 +252,10 @@ func TestMachineLifecycle(t *testing.T) {
 	// The Node goes NotReady: the Machine says so.
 	setNodeStatus(t, node, corev1.ConditionFalse, "KubeletNotReady")
 	machineCheck(t, key, func(m *clusterv1.Machine) string {
-		if why := cond(m, clusterv1.NodeHealthyCondition, metav1.ConditionFalse); why != "" {
+		if why := fixture.Condition(m.Status.Conditions, clusterv1.NodeHealthyCondition, metav1.ConditionFalse); why != "" {
 			return why
 		}
-		return cond(m, clusterv1.ReadyCondition, metav1.ConditionFalse)
+		return fixture.Condition(m.Status.Conditions, clusterv1.ReadyCondition, metav1.ConditionFalse)
 	})
 	setNodeReady(t, node)
 

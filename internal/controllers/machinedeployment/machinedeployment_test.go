@@ -276,13 +276,6 @@ func condition(md *clusterv1.MachineDeployment, condType string) *metav1.Conditi
 	return meta.FindStatusCondition(md.Status.Conditions, condType)
 }
 
-func wantCondition(md *clusterv1.MachineDeployment, condType string, status metav1.ConditionStatus) string {
-	if c := condition(md, condType); c == nil || c.Status != status {
-		return fmt.Sprintf("want %s=%s, have %+v", condType, status, c)
-	}
-	return ""
-}
-
 // settled waits until the controller has reacted to the latest change: it
 // has observed the current generation and its status adds up the
 // MachineSets' status as they are now. The status is written at the end of
@@ -473,7 +466,7 @@ func TestNewDeploymentCreatesOneMachineSet(t *testing.T) {
 		{clusterv1.DeletingCondition, metav1.ConditionFalse},
 		{clusterv1.PausedCondition, metav1.ConditionFalse},
 	} {
-		if why := wantCondition(md, c.t, c.s); why != "" {
+		if why := fixture.Condition(md.Status.Conditions, c.t, c.s); why != "" {
 			t.Error(why)
 		}
 	}
@@ -496,7 +489,7 @@ func TestNewDeploymentCreatesOneMachineSet(t *testing.T) {
 		{clusterv1.MachinesUpToDateCondition, metav1.ConditionTrue},
 		{clusterv1.RemediatingCondition, metav1.ConditionFalse},
 	} {
-		if why := wantCondition(md, c.t, c.s); why != "" {
+		if why := fixture.Condition(md.Status.Conditions, c.t, c.s); why != "" {
 			t.Error(why)
 		}
 	}
@@ -545,7 +538,7 @@ func TestScaleUpAndDown(t *testing.T) {
 		if md.Status.Phase != string(c.phase) {
 			t.Errorf("phase %q while scaling to %d, want %s", md.Status.Phase, c.replicas, c.phase)
 		}
-		if why := wantCondition(md, c.cond, metav1.ConditionTrue); why != "" {
+		if why := fixture.Condition(md.Status.Conditions, c.cond, metav1.ConditionTrue); why != "" {
 			t.Error(why)
 		}
 		md, sets = drive(t, key, nil)
@@ -623,7 +616,7 @@ func TestRollingUpdateStaysWithinLimits(t *testing.T) {
 		{clusterv1.RollingOutCondition, metav1.ConditionFalse},
 		{clusterv1.AvailableCondition, metav1.ConditionTrue},
 	} {
-		if why := wantCondition(md, c.t, c.s); why != "" {
+		if why := fixture.Condition(md.Status.Conditions, c.t, c.s); why != "" {
 			t.Error(why)
 		}
 	}
@@ -679,7 +672,7 @@ func TestOnDeleteReplacesOnlyDeletedMachines(t *testing.T) {
 	if len(sets) != 2 || replicasOf(sets[0]) != 3 || replicasOf(sets[1]) != 0 {
 		t.Fatalf("after the template change: %s; OnDelete must leave the old Machines alone", describe(sets))
 	}
-	if why := wantCondition(md, clusterv1.RollingOutCondition, metav1.ConditionTrue); why != "" {
+	if why := fixture.Condition(md.Status.Conditions, clusterv1.RollingOutCondition, metav1.ConditionTrue); why != "" {
 		t.Error(why)
 	}
 
@@ -702,7 +695,7 @@ func TestOnDeleteReplacesOnlyDeletedMachines(t *testing.T) {
 			t.Fatalf("after %d deletions: %s", deleted, describe(sets))
 		}
 	}
-	if why := wantCondition(md, clusterv1.RollingOutCondition, metav1.ConditionFalse); why != "" {
+	if why := fixture.Condition(md.Status.Conditions, clusterv1.RollingOutCondition, metav1.ConditionFalse); why != "" {
 		t.Error(why)
 	}
 }
@@ -744,7 +737,7 @@ func TestRolloutAfterReplacesOlderMachinesOnTime(t *testing.T) {
 	if !plan.TemplateUpToDate(&sets[0].Spec.Template, &sets[1].Spec.Template) {
 		t.Error("the template changed; rollout.after alone should replace the Machines")
 	}
-	if why := wantCondition(md, clusterv1.RollingOutCondition, metav1.ConditionFalse); why != "" {
+	if why := fixture.Condition(md.Status.Conditions, clusterv1.RollingOutCondition, metav1.ConditionFalse); why != "" {
 		t.Error(why)
 	}
 }
@@ -758,7 +751,7 @@ func TestPausedClusterStopsTheController(t *testing.T) {
 	fixture.Create(t, env.Client, cluster, md)
 	key := client.ObjectKeyFromObject(md)
 	fixture.Eventually(t, "waiting for Paused", 30*time.Second, func(context.Context) string {
-		return wantCondition(getMD(t, key), clusterv1.PausedCondition, metav1.ConditionTrue)
+		return fixture.Condition(getMD(t, key).Status.Conditions, clusterv1.PausedCondition, metav1.ConditionTrue)
 	})
 	time.Sleep(300 * time.Millisecond)
 	md = getMD(t, key)
@@ -779,7 +772,7 @@ func TestPausedClusterStopsTheController(t *testing.T) {
 	md = getMD(t, key)
 	mergePatch(t, md, map[string]any{"metadata": map[string]any{"annotations": map[string]any{clusterv1.PausedAnnotation: ""}}, "spec": map[string]any{"replicas": 4}})
 	fixture.Eventually(t, "waiting for Paused", 30*time.Second, func(context.Context) string {
-		return wantCondition(getMD(t, key), clusterv1.PausedCondition, metav1.ConditionTrue)
+		return fixture.Condition(getMD(t, key).Status.Conditions, clusterv1.PausedCondition, metav1.ConditionTrue)
 	})
 	time.Sleep(300 * time.Millisecond)
 	if sets := ownedSets(t, md); replicasOf(sets[0]) != 2 {
@@ -824,7 +817,7 @@ func TestPausedRolloutStillScales(t *testing.T) {
 	if len(sets) != 2 || replicasOf(sets[0]) != 0 || replicasOf(sets[1]) != 3 || sets[1].Spec.Template.Spec.Version != v2 {
 		t.Fatalf("after resuming the rollout: %s", describe(sets))
 	}
-	if why := wantCondition(md, clusterv1.PausedCondition, metav1.ConditionFalse); why != "" {
+	if why := fixture.Condition(md.Status.Conditions, clusterv1.PausedCondition, metav1.ConditionFalse); why != "" {
 		t.Error(why)
 	}
 }
@@ -946,7 +939,7 @@ func TestInPlaceChangesNeedNoNewMachineSet(t *testing.T) {
 	case tmpl.Labels[clusterv1.MachineDeploymentUniqueLabel] == "" || tmpl.Labels[clusterv1.MachineDeploymentNameLabel] != "inplace":
 		t.Errorf("template labels %v lost what the selector needs", tmpl.Labels)
 	}
-	if why := wantCondition(md, clusterv1.RollingOutCondition, metav1.ConditionFalse); why != "" {
+	if why := fixture.Condition(md.Status.Conditions, clusterv1.RollingOutCondition, metav1.ConditionFalse); why != "" {
 		t.Error(why)
 	}
 
@@ -1056,17 +1049,17 @@ func TestMachineConditionsAreSummarised(t *testing.T) {
 		if c := condition(md, clusterv1.RemediatingCondition); c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "summary-b") {
 			return fmt.Sprintf("Remediating %+v", c)
 		}
-		return wantCondition(md, clusterv1.MachinesUpToDateCondition, metav1.ConditionTrue)
+		return fixture.Condition(md.Status.Conditions, clusterv1.MachinesUpToDateCondition, metav1.ConditionTrue)
 	})
 
 	setConditions(machines[1], metav1.Condition{Type: clusterv1.ReadyCondition, Status: metav1.ConditionTrue},
 		metav1.Condition{Type: clusterv1.UpToDateCondition, Status: metav1.ConditionTrue})
 	fixture.Eventually(t, "waiting for MachinesReady", 30*time.Second, func(context.Context) string {
 		md := getMD(t, key)
-		if why := wantCondition(md, clusterv1.RemediatingCondition, metav1.ConditionFalse); why != "" {
+		if why := fixture.Condition(md.Status.Conditions, clusterv1.RemediatingCondition, metav1.ConditionFalse); why != "" {
 			return why
 		}
-		return wantCondition(md, clusterv1.MachinesReadyCondition, metav1.ConditionTrue)
+		return fixture.Condition(md.Status.Conditions, clusterv1.MachinesReadyCondition, metav1.ConditionTrue)
 	})
 
 	// A new template makes the old set's Machines outdated, whatever they say.

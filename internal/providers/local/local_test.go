@@ -131,14 +131,6 @@ func providerRoot(t *testing.T) string {
 	return root
 }
 
-func condition(conds []metav1.Condition, typ string, status metav1.ConditionStatus) string {
-	c := meta.FindStatusCondition(conds, typ)
-	if c == nil || c.Status != status {
-		return fmt.Sprintf("want %s=%s, have %+v", typ, status, c)
-	}
-	return ""
-}
-
 func alive(pid int32) bool { return pid > 0 && syscall.Kill(int(pid), 0) == nil }
 
 // createLocalCluster creates a Cluster and its LocalCluster, owned by it as the
@@ -165,7 +157,7 @@ func waitClusterProvisioned(t *testing.T, lc *localv1.LocalCluster) {
 		if !ptr.Deref(lc.Status.Initialization.Provisioned, false) {
 			return fmt.Sprintf("not provisioned: %+v", lc.Status)
 		}
-		return condition(lc.Status.Conditions, localv1.ReadyCondition, metav1.ConditionTrue)
+		return fixture.Condition(lc.Status.Conditions, localv1.ReadyCondition, metav1.ConditionTrue)
 	})
 }
 
@@ -236,7 +228,7 @@ func TestLocalClusterLoadBalancer(t *testing.T) {
 		if p := lc.Status.LoadBalancer.PID; p == pid || !alive(p) || !lc.Status.LoadBalancer.Running {
 			return fmt.Sprintf("load balancer %+v", lc.Status.LoadBalancer)
 		}
-		return condition(lc.Status.Conditions, localv1.ReadyCondition, metav1.ConditionTrue)
+		return fixture.Condition(lc.Status.Conditions, localv1.ReadyCondition, metav1.ConditionTrue)
 	})
 	newPID := lc.Status.LoadBalancer.PID
 
@@ -298,7 +290,7 @@ func waitMachineRunning(t *testing.T, lm *localv1.LocalMachine) {
 		if lm.Status.Process.Phase != localv1.LocalMachinePhaseRunning || !alive(lm.Status.Process.PID) {
 			return fmt.Sprintf("process %+v", lm.Status.Process)
 		}
-		return condition(lm.Status.Conditions, localv1.ReadyCondition, metav1.ConditionTrue)
+		return fixture.Condition(lm.Status.Conditions, localv1.ReadyCondition, metav1.ConditionTrue)
 	})
 }
 
@@ -350,7 +342,7 @@ func TestLocalMachineLifecycle(t *testing.T) {
 	if len(lm.Status.Process.BootstrapSkipped) != 1 || !lm.Status.Process.BootstrapComplete || lm.Status.Process.NodeName != "c2-cp-0" {
 		t.Errorf("process status does not mirror status.json: %+v", lm.Status.Process)
 	}
-	if msg := condition(lm.Status.Conditions, localv1.BootstrapSucceededCondition, metav1.ConditionTrue); msg != "" {
+	if msg := fixture.Condition(lm.Status.Conditions, localv1.BootstrapSucceededCondition, metav1.ConditionTrue); msg != "" {
 		t.Error(msg)
 	}
 	var mc machinedir.Machine
@@ -420,10 +412,10 @@ func TestLocalMachineLifecycle(t *testing.T) {
 		if p.Phase != localv1.LocalMachinePhaseFailed || p.Message != "etcd would not start" || p.BootstrapFailed != "runcmd[2]: boom" {
 			return fmt.Sprintf("process %+v", p)
 		}
-		if msg := condition(lm.Status.Conditions, localv1.BootstrapSucceededCondition, metav1.ConditionFalse); msg != "" {
+		if msg := fixture.Condition(lm.Status.Conditions, localv1.BootstrapSucceededCondition, metav1.ConditionFalse); msg != "" {
 			return msg
 		}
-		return condition(lm.Status.Conditions, localv1.ReadyCondition, metav1.ConditionFalse)
+		return fixture.Condition(lm.Status.Conditions, localv1.ReadyCondition, metav1.ConditionFalse)
 	})
 
 	// A machine whose process dies stays dead, and says so.
@@ -437,10 +429,10 @@ func TestLocalMachineLifecycle(t *testing.T) {
 		if lm.Status.Process.Phase != localv1.LocalMachinePhaseExited || lm.Status.Process.PID != 0 {
 			return fmt.Sprintf("process %+v", lm.Status.Process)
 		}
-		if msg := condition(lm.Status.Conditions, localv1.ProcessRunningCondition, metav1.ConditionFalse); msg != "" {
+		if msg := fixture.Condition(lm.Status.Conditions, localv1.ProcessRunningCondition, metav1.ConditionFalse); msg != "" {
 			return msg
 		}
-		return condition(lm.Status.Conditions, localv1.ReadyCondition, metav1.ConditionFalse)
+		return fixture.Condition(lm.Status.Conditions, localv1.ReadyCondition, metav1.ConditionFalse)
 	})
 	time.Sleep(time.Second)
 	if held, _ := lockfile.Held(filepath.Join(dir, "node.lock")); held || startLines(t, dir) != 1 {
@@ -494,7 +486,7 @@ func TestPausedClusterIsLeftAlone(t *testing.T) {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(lc), lc); err != nil {
 			return err.Error()
 		}
-		return condition(lc.Status.Conditions, clusterv1.PausedCondition, metav1.ConditionTrue)
+		return fixture.Condition(lc.Status.Conditions, clusterv1.PausedCondition, metav1.ConditionTrue)
 	})
 	time.Sleep(500 * time.Millisecond)
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(lc), lc); err != nil {
