@@ -28,6 +28,7 @@ import (
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	localv1 "capstan.dev/capstan/api/infrastructure/local/v1beta2"
+	"capstan.dev/capstan/internal/atomicfile"
 	"capstan.dev/capstan/internal/lockfile"
 	"capstan.dev/capstan/internal/providers/local"
 	"capstan.dev/capstan/internal/providers/local/machinedir"
@@ -398,10 +399,7 @@ func TestLocalMachineLifecycle(t *testing.T) {
 	// What the machine writes to status.json shows without any API event:
 	// the directory is watched.
 	failed := fmt.Sprintf(`{"pid": %d, "phase": "Failed", "message": "etcd would not start", "nodeName": "c2-cp-0", "bootstrap": {"complete": false, "failed": "runcmd[2]: boom"}}`, pid)
-	if err := os.WriteFile(filepath.Join(dir, ".status.tmp"), []byte(failed), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(filepath.Join(dir, ".status.tmp"), filepath.Join(dir, "status.json")); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, "status.json"), []byte(failed), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	fixture.Eventually(t, "failure reported", 30*time.Second, func(ctx context.Context) string {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	"capstan.dev/capstan/internal/atomicfile"
 	"capstan.dev/capstan/internal/providers/local/machinedir"
 	"capstan.dev/capstan/test/fixture"
 )
@@ -55,15 +56,7 @@ type machines string
 
 func (m machines) publish(t *testing.T, machine, addr string) {
 	t.Helper()
-	dir := filepath.Join(string(m), machine)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	tmp := filepath.Join(dir, ".ep")
-	if err := os.WriteFile(tmp, []byte(addr+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, machinedir.APIServerEndpointFile)); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(string(m), machine, machinedir.APIServerEndpointFile), []byte(addr+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
