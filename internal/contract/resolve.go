@@ -16,6 +16,7 @@ import (
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/kit"
+	"capstan.dev/capstan/internal/patch"
 )
 
 // CRDName is the name of the CRD that defines kind in group, as Cluster API
@@ -103,4 +104,27 @@ func (r *Resolver) GetWatched(ctx context.Context, c client.Reader, tracker *Tra
 		return nil, err
 	}
 	return obj, nil
+}
+
+// Claim reads the object ref points at (watched through tracker), lets
+// claim make the caller its owner (set an owner reference, a label), and
+// writes what claim changed; nothing when it changed nothing. An object
+// being deleted is returned as it is: it can no longer be claimed.
+func (r *Resolver) Claim(ctx context.Context, c client.Client, tracker *Tracker, ref clusterv1.ContractVersionedObjectReference, namespace string,
+	claim func(*unstructured.Unstructured) error) (*unstructured.Unstructured, error) {
+	obj, err := r.GetWatched(ctx, c, tracker, ref, namespace)
+	if err != nil {
+		return nil, err
+	}
+	if !obj.GetDeletionTimestamp().IsZero() {
+		return obj, nil
+	}
+	helper, err := patch.NewHelper(obj, c)
+	if err != nil {
+		return nil, err
+	}
+	if err := claim(obj); err != nil {
+		return nil, err
+	}
+	return obj, helper.Patch(ctx, obj)
 }

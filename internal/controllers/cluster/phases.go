@@ -17,7 +17,6 @@ import (
 	"capstan.dev/capstan/internal/conditions"
 	"capstan.dev/capstan/internal/contract"
 	"capstan.dev/capstan/internal/index"
-	"capstan.dev/capstan/internal/patch"
 )
 
 // missingObjectRetry is how soon a Cluster looks again for a referenced
@@ -49,25 +48,14 @@ type scope struct {
 
 // external reads the object ref names and makes the Cluster its controller.
 func (r *Reconciler) external(ctx context.Context, s *scope, ref clusterv1.ContractVersionedObjectReference) (*unstructured.Unstructured, error) {
-	obj, err := r.Resolver.GetWatched(ctx, r.Client, r.externalWatches, ref, s.cluster.Namespace)
-	if err != nil {
-		return nil, err
-	}
-	if !obj.GetDeletionTimestamp().IsZero() {
-		return obj, nil
-	}
-	helper, err := patch.NewHelper(obj, r.Client)
-	if err != nil {
-		return nil, err
-	}
-	if err := controllerutil.SetControllerReference(s.cluster, obj, r.Client.Scheme()); err != nil {
+	return r.Resolver.Claim(ctx, r.Client, r.externalWatches, ref, s.cluster.Namespace, func(obj *unstructured.Unstructured) error {
+		err := controllerutil.SetControllerReference(s.cluster, obj, r.Client.Scheme())
 		var owned *controllerutil.AlreadyOwnedError
 		if errors.As(err, &owned) {
-			return nil, fmt.Errorf("%s %s is already controlled by %s %s; a provider object belongs to one Cluster", ref.Kind, ref.Name, owned.Owner.Kind, owned.Owner.Name)
+			return fmt.Errorf("%s %s is already controlled by %s %s; a provider object belongs to one Cluster", ref.Kind, ref.Name, owned.Owner.Kind, owned.Owner.Name)
 		}
-		return nil, err
-	}
-	return obj, helper.Patch(ctx, obj)
+		return err
+	})
 }
 
 func (r *Reconciler) reconcileInfrastructure(ctx context.Context, s *scope) (time.Duration, error) {

@@ -16,7 +16,6 @@ import (
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/contract"
-	"capstan.dev/capstan/internal/patch"
 	"capstan.dev/capstan/internal/workload"
 )
 
@@ -51,25 +50,16 @@ type scope struct {
 // external reads the object ref names and makes the Machine its controller.
 // A MachineSet that cloned the object hands controllership over here.
 func (r *Reconciler) external(ctx context.Context, s *scope, ref clusterv1.ContractVersionedObjectReference) (*unstructured.Unstructured, error) {
-	obj, err := r.Resolver.GetWatched(ctx, r.Client, r.externalWatches, ref, s.machine.Namespace)
-	if err != nil {
-		return nil, err
-	}
-	if !obj.GetDeletionTimestamp().IsZero() {
-		return obj, nil
-	}
-	helper, err := patch.NewHelper(obj, r.Client)
-	if err != nil {
-		return nil, err
-	}
-	takeControl(obj, s.machine)
-	labels := obj.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels[clusterv1.ClusterNameLabel] = s.machine.Spec.ClusterName
-	obj.SetLabels(labels)
-	return obj, helper.Patch(ctx, obj)
+	return r.Resolver.Claim(ctx, r.Client, r.externalWatches, ref, s.machine.Namespace, func(obj *unstructured.Unstructured) error {
+		takeControl(obj, s.machine)
+		labels := obj.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[clusterv1.ClusterNameLabel] = s.machine.Spec.ClusterName
+		obj.SetLabels(labels)
+		return nil
+	})
 }
 
 // takeControl makes m the controller of obj, demoting (not removing) a
