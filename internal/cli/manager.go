@@ -91,7 +91,8 @@ func parseConcurrency(pairs []string) (map[string]int, error) {
 		manager.MachineSetController: true, manager.MachineDeploymentController: true,
 		manager.MachineHealthCheckController: true, manager.KubeadmConfigController: true,
 		manager.KubeadmControlPlaneController: true, manager.LocalClusterController: true,
-		manager.LocalMachineController: true,
+		manager.LocalMachineController: true, manager.ClusterResourceSetController: true,
+		manager.ClusterResourceSetBindingController: true,
 	}
 	out := map[string]int{}
 	for _, p := range pairs {
