@@ -263,7 +263,8 @@ func TestApplyOnceAfterControlPlaneInitialized(t *testing.T) {
 		if err != nil {
 			return err.Error()
 		}
-		return fixture.Unless(b.Entry("once").Record(cmRef("addon")).Hash == hash, "the recorded hash changed")
+		e := b.Entry("once")
+		return fixture.Unless(e != nil && e.Record(cmRef("addon")) != nil && e.Record(cmRef("addon")).Hash == hash, "the record changed")
 	})
 }
 

@@ -357,10 +357,13 @@ func (r *Reconciler) event(crs *addonsv1.ClusterResourceSet, cluster *clusterv1.
 // report sets ResourcesApplied from what the reconcile found.
 func (r *Reconciler) report(s *scope) {
 	crs := s.crs
-	if !crs.DeletionTimestamp.IsZero() || s.paused {
+	if !crs.DeletionTimestamp.IsZero() {
 		return
 	}
 	crs.Status.ObservedGeneration = crs.Generation
+	if s.paused {
+		return
+	}
 	var wrongType, problems []string
 	for _, res := range s.resources {
 		switch {
