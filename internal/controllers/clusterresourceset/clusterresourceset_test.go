@@ -415,3 +415,27 @@ func TestDeletionCleansBindingsAndKeepsObjects(t *testing.T) {
 		return fixture.Unless(apierrors.IsNotFound(err), fmt.Sprint(err))
 	})
 }
+
+// A paused ClusterResourceSet says so and applies nothing until resumed.
+func TestPausedSetAppliesNothing(t *testing.T) {
+	ns := mgmt.Namespace(t)
+	name := ns + "-paused"
+	createCluster(t, ns, true, selected)
+	crs := newCRS(ns, "paused", addonsv1.ClusterResourceSetStrategyApplyOnce, cmRef("addon"))
+	crs.Annotations = map[string]string{clusterv1.PausedAnnotation: ""}
+	fixture.Create(t, mgmt.Client, configMapResource(ns, "addon", map[string]string{"a": addon(name, "v1")}), crs)
+	fixture.Eventually(t, "Paused condition", wait, func(ctx context.Context) string {
+		got := &addonsv1.ClusterResourceSet{}
+		if err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(crs), got); err != nil {
+			return err.Error()
+		}
+		return fixture.Unless(conditions.IsTrue(got, clusterv1.PausedCondition), fmt.Sprint(got.Status.Conditions))
+	})
+	fixture.Consistently(t, "a paused set applies nothing", quiet, func(ctx context.Context) string {
+		_, err := workloadValue(ctx, name)
+		return fixture.Unless(apierrors.IsNotFound(err), fmt.Sprintf("workload ConfigMap: %v", err))
+	})
+	update(t, crs, func() { delete(crs.Annotations, clusterv1.PausedAnnotation) })
+	eventuallyValue(t, name, "v1")
+	eventuallyCondition(t, crs, metav1.ConditionTrue, addonsv1.ResourcesAppliedReason, "")
+}
