@@ -3,7 +3,6 @@ package clusterresourceset_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -18,7 +17,6 @@ import (
 	addonsv1 "capstan.dev/capstan/api/addons/v1beta2"
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/conditions"
-	"capstan.dev/capstan/internal/manager"
 	"capstan.dev/capstan/internal/testenv"
 	"capstan.dev/capstan/test/fixture"
 	"capstan.dev/capstan/test/provider"
@@ -29,28 +27,7 @@ import (
 // own namespace.
 var mgmt, wl *testenv.Env
 
-func TestMain(m *testing.M) {
-	fixture.SetLogger()
-	ctx, cancel := context.WithCancel(context.Background())
-	code := func() int {
-		p, stop, err := fixture.StartPlanes(ctx)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer stop()
-		mgmt, wl = p.Mgmt, p.Workload
-		// manager.New registers the ClusterResourceSet controllers, and the
-		// cache of resources they watch, with the others, as a user runs them.
-		if _, err := p.StartControllers(ctx, manager.Options{}); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		return m.Run()
-	}()
-	cancel()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { fixture.MainWithControllers(m, &mgmt, &wl) }
 
 const (
 	// clusterName is every test's Cluster, in the test's namespace.
