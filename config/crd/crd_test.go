@@ -17,11 +17,13 @@ import (
 
 // What the contract fixes for each CRD: its short names, whether it has a
 // scale subresource and whether that names a label selector (a MachinePool's
-// does not: it has no selector).
+// does not: it has no selector), and whether it has no status at all (a
+// ClusterResourceSetBinding records everything in its spec).
 var contractShape = map[string]struct {
 	shortNames []string
 	scale      bool
 	noSelector bool
+	noStatus   bool
 }{
 	"clusters.cluster.x-k8s.io":                                  {shortNames: []string{"cl"}},
 	"machines.cluster.x-k8s.io":                                  {shortNames: []string{"ma"}},
@@ -29,6 +31,8 @@ var contractShape = map[string]struct {
 	"machinedeployments.cluster.x-k8s.io":                        {shortNames: []string{"md"}, scale: true},
 	"machinepools.cluster.x-k8s.io":                              {shortNames: []string{"mp"}, scale: true, noSelector: true},
 	"machinehealthchecks.cluster.x-k8s.io":                       {shortNames: []string{"mhc"}},
+	"clusterresourcesets.addons.cluster.x-k8s.io":                {},
+	"clusterresourcesetbindings.addons.cluster.x-k8s.io":         {noStatus: true},
 	"kubeadmconfigs.bootstrap.cluster.x-k8s.io":                  {},
 	"kubeadmconfigtemplates.bootstrap.cluster.x-k8s.io":          {},
 	"kubeadmcontrolplanes.controlplane.cluster.x-k8s.io":         {shortNames: []string{"kcp"}, scale: true},
@@ -76,8 +80,9 @@ func TestEmbeddedCRDsFollowTheContract(t *testing.T) {
 		}
 		v := c.Spec.Versions[0]
 		isTemplate := len(c.Spec.Names.Kind) > len("Template") && c.Spec.Names.Kind[len(c.Spec.Names.Kind)-len("Template"):] == "Template"
-		if !isTemplate && (v.Subresources == nil || v.Subresources.Status == nil) {
-			t.Errorf("%s: no status subresource", c.Name)
+		hasStatus := v.Subresources != nil && v.Subresources.Status != nil
+		if wantStatus := !isTemplate && !shape.noStatus; hasStatus != wantStatus {
+			t.Errorf("%s: status subresource %v, want %v", c.Name, hasStatus, wantStatus)
 		}
 		hasScale := v.Subresources != nil && v.Subresources.Scale != nil
 		if hasScale != shape.scale {

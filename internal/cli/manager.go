@@ -98,7 +98,8 @@ func parseConcurrency(pairs []string) (map[string]int, error) {
 		manager.MachineHealthCheckController: true, manager.KubeadmConfigController: true,
 		manager.KubeadmControlPlaneController: true, manager.LocalClusterController: true,
 		manager.LocalMachineController: true, inmemory.InMemoryClusterController: true,
-		inmemory.InMemoryMachineController: true,
+		inmemory.InMemoryMachineController: true, manager.ClusterResourceSetController: true,
+		manager.ClusterResourceSetBindingController: true,
 	}
 	out := map[string]int{}
 	for _, p := range pairs {

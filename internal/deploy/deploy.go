@@ -146,7 +146,7 @@ func Objects(o Options) ([]client.Object, error) {
 // come through aggregation.
 var managerRules = []rbacv1.PolicyRule{
 	{
-		APIGroups: []string{"cluster.x-k8s.io", "bootstrap.cluster.x-k8s.io", "controlplane.cluster.x-k8s.io"},
+		APIGroups: []string{"cluster.x-k8s.io", "addons.cluster.x-k8s.io", "bootstrap.cluster.x-k8s.io", "controlplane.cluster.x-k8s.io"},
 		Resources: []string{"*"},
 		Verbs:     []string{"get", "list", "watch", "create", "update", "patch", "delete"},
 	},

@@ -4,10 +4,12 @@ import (
 	"context"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	"capstan.dev/capstan/internal/contract"
 	clustercontroller "capstan.dev/capstan/internal/controllers/cluster"
+	clusterresourcesetcontroller "capstan.dev/capstan/internal/controllers/clusterresourceset"
 	kubeadmconfigcontroller "capstan.dev/capstan/internal/controllers/kubeadmconfig"
 	kubeadmcontrolplanecontroller "capstan.dev/capstan/internal/controllers/kubeadmcontrolplane"
 	machinecontroller "capstan.dev/capstan/internal/controllers/machine"
@@ -88,6 +90,9 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err := controlPlanes.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.concurrency(KubeadmControlPlaneController)}); err != nil {
 		return err
 	}
+	if err := setupClusterResourceSets(ctx, mgr, o, workloads); err != nil {
+		return err
+	}
 	if o.Local != nil {
 		lo := *o.Local
 		if lo.MaxConcurrentReconciles == 0 {
@@ -107,4 +112,42 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		}
 	}
 	return nil
+}
+
+// setupClusterResourceSets registers the ClusterResourceSet and binding
+// controllers, with the cache of resource metadata the first watches: its
+// own, because the manager's caches neither ConfigMaps nor the unlabelled
+// Secrets that ClusterResourceSets name (see secrets.go).
+func setupClusterResourceSets(ctx context.Context, mgr ctrl.Manager, o Options, workloads *workload.ClusterCache) error {
+	filter, err := o.watchFilter()
+	if err != nil {
+		return err
+	}
+	resourceOpts := cache.Options{
+		Scheme:               mgr.GetScheme(),
+		Mapper:               mgr.GetRESTMapper(),
+		HTTPClient:           mgr.GetHTTPClient(),
+		DefaultLabelSelector: filter,
+	}
+	if o.Namespace != "" {
+		resourceOpts.DefaultNamespaces = map[string]cache.Config{o.Namespace: {}}
+	}
+	resources, err := clusterresourcesetcontroller.NewResourceCache(mgr.GetConfig(), resourceOpts)
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(resources); err != nil {
+		return err
+	}
+	sets := &clusterresourcesetcontroller.Reconciler{
+		Client:    mgr.GetClient(),
+		Workload:  workloads,
+		Recorder:  mgr.GetEventRecorder("clusterresourceset-controller"),
+		Resources: resources,
+	}
+	if err := sets.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.concurrency(ClusterResourceSetController)}); err != nil {
+		return err
+	}
+	bindings := &clusterresourcesetcontroller.BindingReconciler{Client: mgr.GetClient()}
+	return bindings.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.concurrency(ClusterResourceSetBindingController)})
 }

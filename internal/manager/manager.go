@@ -84,9 +84,26 @@ const (
 	MachineHealthCheckController  = "machinehealthcheck"
 	KubeadmControlPlaneController = "kubeadmcontrolplane"
 	KubeadmConfigController       = "kubeadmconfig"
-	LocalClusterController        = "localcluster"
-	LocalMachineController        = "localmachine"
+	ClusterResourceSetController  = "clusterresourceset"
+	// ClusterResourceSetBindingController deletes the bindings of deleted
+	// Clusters.
+	ClusterResourceSetBindingController = "clusterresourcesetbinding"
+	LocalClusterController              = "localcluster"
+	LocalMachineController              = "localmachine"
 )
+
+// watchFilter is the label selector of the objects the manager watches:
+// those labelled for it with --watch-filter; nil (everything) without one.
+func (o Options) watchFilter() (labels.Selector, error) {
+	if o.WatchFilter == "" {
+		return nil, nil
+	}
+	req, err := labels.NewRequirement(WatchFilterLabel, selection.Equals, []string{o.WatchFilter})
+	if err != nil {
+		return nil, fmt.Errorf("--watch-filter %q: %w", o.WatchFilter, err)
+	}
+	return labels.NewSelector().Add(*req), nil
+}
 
 func (o Options) concurrency(name string) int {
 	if n, ok := o.Concurrency[name]; ok && n > 0 {
@@ -112,13 +129,11 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if o.Namespace != "" {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{o.Namespace: {}}
 	}
-	if o.WatchFilter != "" {
-		req, err := labels.NewRequirement(WatchFilterLabel, selection.Equals, []string{o.WatchFilter})
-		if err != nil {
-			return nil, fmt.Errorf("--watch-filter %q: %w", o.WatchFilter, err)
-		}
-		cacheOpts.DefaultLabelSelector = labels.NewSelector().Add(*req)
+	filter, err := o.watchFilter()
+	if err != nil {
+		return nil, err
 	}
+	cacheOpts.DefaultLabelSelector = filter
 	id := o.LeaderElectionID
 	if id == "" {
 		id = "capstan-manager"

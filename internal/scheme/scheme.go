@@ -9,6 +9,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
+	addonsv1 "capstan.dev/capstan/api/addons/v1beta2"
 	bootstrapv1 "capstan.dev/capstan/api/bootstrap/kubeadm/v1beta2"
 	clusterctlv1 "capstan.dev/capstan/api/clusterctl/v1alpha3"
 	controlplanev1 "capstan.dev/capstan/api/controlplane/kubeadm/v1beta2"
@@ -24,6 +25,7 @@ func New() *runtime.Scheme {
 		clientgoscheme.AddToScheme,
 		apiextensionsv1.AddToScheme,
 		clusterv1.AddToScheme,
+		addonsv1.AddToScheme,
 		bootstrapv1.AddToScheme,
 		controlplanev1.AddToScheme,
 		localv1.AddToScheme,

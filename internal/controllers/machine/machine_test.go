@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
-	"capstan.dev/capstan/internal/manager"
 	"capstan.dev/capstan/internal/testenv"
 	"capstan.dev/capstan/test/fixture"
 	"capstan.dev/capstan/test/provider"
@@ -28,26 +26,7 @@ import (
 // cluster whose Nodes the Machines find.
 var mgmt, workloadEnv *testenv.Env
 
-func TestMain(m *testing.M) {
-	fixture.SetLogger()
-	ctx, cancel := context.WithCancel(context.Background())
-	code := func() int {
-		p, stop, err := fixture.StartPlanes(ctx)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer stop()
-		mgmt, workloadEnv = p.Mgmt, p.Workload
-		if _, err := p.StartControllers(ctx, manager.Options{}); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		return m.Run()
-	}()
-	cancel()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { fixture.MainWithControllers(m, &mgmt, &workloadEnv) }
 
 func machineCheck(t *testing.T, key client.ObjectKey, check func(*clusterv1.Machine) string) *clusterv1.Machine {
 	t.Helper()
