@@ -22,6 +22,9 @@ var contractShape = map[string]struct {
 	shortNames []string
 	scale      bool
 	noSelector bool
+	// noStatus: the kind has no status at all (a MachineDrainRule is only
+	// configuration), so no status subresource either.
+	noStatus bool
 }{
 	"clusters.cluster.x-k8s.io":                                  {shortNames: []string{"cl"}},
 	"machines.cluster.x-k8s.io":                                  {shortNames: []string{"ma"}},
@@ -29,6 +32,7 @@ var contractShape = map[string]struct {
 	"machinedeployments.cluster.x-k8s.io":                        {shortNames: []string{"md"}, scale: true},
 	"machinepools.cluster.x-k8s.io":                              {shortNames: []string{"mp"}, scale: true, noSelector: true},
 	"machinehealthchecks.cluster.x-k8s.io":                       {shortNames: []string{"mhc"}},
+	"machinedrainrules.cluster.x-k8s.io":                         {noStatus: true},
 	"kubeadmconfigs.bootstrap.cluster.x-k8s.io":                  {},
 	"kubeadmconfigtemplates.bootstrap.cluster.x-k8s.io":          {},
 	"kubeadmcontrolplanes.controlplane.cluster.x-k8s.io":         {shortNames: []string{"kcp"}, scale: true},
@@ -76,8 +80,9 @@ func TestEmbeddedCRDsFollowTheContract(t *testing.T) {
 		}
 		v := c.Spec.Versions[0]
 		isTemplate := len(c.Spec.Names.Kind) > len("Template") && c.Spec.Names.Kind[len(c.Spec.Names.Kind)-len("Template"):] == "Template"
-		if !isTemplate && (v.Subresources == nil || v.Subresources.Status == nil) {
-			t.Errorf("%s: no status subresource", c.Name)
+		hasStatus := v.Subresources != nil && v.Subresources.Status != nil
+		if wantStatus := !shape.noStatus; !isTemplate && hasStatus != wantStatus {
+			t.Errorf("%s: status subresource %v, want %v", c.Name, hasStatus, wantStatus)
 		}
 		hasScale := v.Subresources != nil && v.Subresources.Scale != nil
 		if hasScale != shape.scale {
@@ -128,6 +133,7 @@ func TestKubectlGetColumns(t *testing.T) {
 		"machinepools":                 {"Cluster", "Desired", "Current", "Ready", "Available", "Up-to-date", "Phase", "Age", "Version"},
 		"providers":                    {"Age", "Type", "Provider", "Version"},
 		"machinehealthchecks":          {"Cluster", "Age"},
+		"machinedrainrules":            {"Behavior", "Order", "Age"},
 		"kubeadmcontrolplanes":         {"Cluster", "Desired", "Current", "Ready", "Available", "Up-to-date", "Initialized", "Age", "Version"},
 		"kubeadmconfigs":               {"Cluster", "Age"},
 		"kubeadmconfigtemplates":       {"Age"},

@@ -27,6 +27,7 @@ var providerOf = map[string]string{
 	"machinedeployments.cluster.x-k8s.io":                        "cluster-api",
 	"machinepools.cluster.x-k8s.io":                              "cluster-api",
 	"machinehealthchecks.cluster.x-k8s.io":                       "cluster-api",
+	"machinedrainrules.cluster.x-k8s.io":                         "cluster-api",
 	"kubeadmconfigs.bootstrap.cluster.x-k8s.io":                  "bootstrap-kubeadm",
 	"kubeadmconfigtemplates.bootstrap.cluster.x-k8s.io":          "bootstrap-kubeadm",
 	"kubeadmcontrolplanes.controlplane.cluster.x-k8s.io":         "control-plane-kubeadm",
