@@ -31,6 +31,20 @@ type Result struct {
 	Deferred []types.NamespacedName
 	// Skipped are the pods the drain leaves alone, and why.
 	Skipped []Skipped
+	// Why says, for a pod waiting to complete or deferred, what put it
+	// there: the label or MachineDrainRule, and for a deferred pod its
+	// order. Details groups the pods by it.
+	Why map[types.NamespacedName]string
+}
+
+func (r *Result) explain(pod types.NamespacedName, why string) {
+	if why == "" {
+		return
+	}
+	if r.Why == nil {
+		r.Why = map[types.NamespacedName]string{}
+	}
+	r.Why[pod] = why
 }
 
 // Blocked is a pod whose eviction did not go through.
@@ -145,9 +159,35 @@ func (r Result) Details() string {
 		line("Pods not evicted ("+msg+")", byMessage[msg])
 	}
 	line("Pods terminating", keys(r.Terminating))
-	line("Pods waiting to complete", keys(r.WaitingCompletion))
-	line("Pods waiting for a lower drain order", keys(r.Deferred))
+	for _, g := range r.byWhy(r.WaitingCompletion) {
+		line("Pods waiting to complete"+g.why, g.pods)
+	}
+	for _, g := range r.byWhy(r.Deferred) {
+		line("Pods waiting for a lower drain order"+g.why, g.pods)
+	}
 	return strings.Join(lines, "\n")
+}
+
+type podGroup struct {
+	why  string // " (reason)", or "" for pods without one
+	pods []string
+}
+
+// byWhy groups pods by their entry in Why, the pods without one first.
+func (r Result) byWhy(refs []types.NamespacedName) []podGroup {
+	grouped := map[string][]string{}
+	for _, ref := range refs {
+		why := ""
+		if w := r.Why[ref]; w != "" {
+			why = " (" + w + ")"
+		}
+		grouped[why] = append(grouped[why], ref.String())
+	}
+	out := make([]podGroup, 0, len(grouped))
+	for _, why := range sortedKeys(grouped) {
+		out = append(out, podGroup{why: why, pods: grouped[why]})
+	}
+	return out
 }
 
 // andList joins names as "a", "a and b", "a, b and c".

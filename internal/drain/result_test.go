@@ -121,6 +121,30 @@ func TestResultDetails(t *testing.T) {
 	}
 }
 
+func TestResultDetailsSayWhyPodsWait(t *testing.T) {
+	r := Result{
+		Node:              "n1",
+		WaitingCompletion: nns("batch/job-1", "batch/job-2", "a/backup", "a/plain"),
+		Deferred:          nns("mon/prom-0", "mon/prom-1"),
+		Why: map[types.NamespacedName]string{
+			nn("batch/job-1"): "MachineDrainRule wait-for-batch",
+			nn("batch/job-2"): "MachineDrainRule wait-for-batch",
+			nn("a/backup"):    "label cluster.x-k8s.io/drain=wait-completed",
+			nn("mon/prom-0"):  "order 100, MachineDrainRule observability-last",
+			nn("mon/prom-1"):  "order 100, MachineDrainRule observability-last",
+		},
+	}
+	want := strings.Join([]string{
+		"* Pods waiting to complete: a/plain",
+		"* Pods waiting to complete (MachineDrainRule wait-for-batch): batch/job-1, batch/job-2",
+		"* Pods waiting to complete (label cluster.x-k8s.io/drain=wait-completed): a/backup",
+		"* Pods waiting for a lower drain order (order 100, MachineDrainRule observability-last): mon/prom-0, mon/prom-1",
+	}, "\n")
+	if got := r.Details(); got != want {
+		t.Errorf("Details()\n got %q\nwant %q", got, want)
+	}
+}
+
 func TestTimeoutPassed(t *testing.T) {
 	start := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	tests := []struct {
