@@ -23,9 +23,10 @@ import (
 	"capstan.dev/capstan/test/provider"
 )
 
-// runningMachine creates a Machine of the test provider whose infrastructure
-// reports providerID, and waits until the Machine has found its Node.
-func runningMachine(t *testing.T, cluster *clusterv1.Cluster, name, providerID, nodeName string, labels map[string]string) *clusterv1.Machine {
+// runningMachine creates a Machine of the test provider with labels and
+// taints, whose infrastructure reports providerID, and waits until the
+// Machine has found its Node.
+func runningMachine(t *testing.T, cluster *clusterv1.Cluster, name, providerID, nodeName string, labels map[string]string, taints []clusterv1.MachineTaint) *clusterv1.Machine {
 	t.Helper()
 	ctx := context.Background()
 	ns := cluster.Namespace
@@ -38,6 +39,7 @@ func runningMachine(t *testing.T, cluster *clusterv1.Cluster, name, providerID, 
 			Version:           "v1.35.0",
 			Bootstrap:         clusterv1.Bootstrap{ConfigRef: provider.BootstrapConfig.Ref(name)},
 			InfrastructureRef: provider.InfraMachine.Ref(name),
+			Taints:            taints,
 		},
 	}
 	fixture.Create(t, mgmt.Client, bootstrap, infra, m)
@@ -100,7 +102,7 @@ func TestDrainFollowsMachineDrainRules(t *testing.T) {
 	providerID := "local://" + ns + "/m1"
 	root := t.TempDir()
 	fixture.StartKubelet(t, workloadEnv, kubelet.Options{NodeName: nodeName, ProviderID: providerID, RootDir: root, Executable: "/bin/sh"})
-	runningMachine(t, cluster, "m1", providerID, nodeName, map[string]string{"pool": "gpu"})
+	runningMachine(t, cluster, "m1", providerID, nodeName, map[string]string{"pool": "gpu"}, nil)
 
 	// The workload's pods, in a namespace of their own.
 	workloadNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"team": "apps"}}}
