@@ -104,7 +104,7 @@ func TestNodeTaints(t *testing.T) {
 			name: "the tracking annotation is sorted and taints an admin set first are taken over",
 			in: NodeTaintsInput{
 				Current: []corev1.Taint{taint("b", "", noSchedule)}, Initialized: true,
-				Want:    []clusterv1.MachineTaint{want("b", "", noSchedule, always), want("a", "", noSchedule, always)},
+				Want: []clusterv1.MachineTaint{want("b", "", noSchedule, always), want("a", "", noSchedule, always)},
 			},
 			out: NodeTaintsPlan{Taints: []corev1.Taint{taint("b", "", noSchedule), taint("a", "", noSchedule)}, Tracked: "a:NoSchedule,b:NoSchedule", Changed: true},
 		},
