@@ -25,9 +25,10 @@ const (
 	// NodeManagedLabelsAnnotation lists the label keys Capstan copies from
 	// the Machine, so that dropping one from the Machine is noticed.
 	NodeManagedLabelsAnnotation = "cluster.x-k8s.io/labels-from-machine"
-	// NodeManagedTaintsAnnotation lists the taints (key:effect) Capstan put
-	// on the Node from the Machine's spec.taints, so that it removes only
-	// its own when the Machine's list shrinks.
+	// NodeManagedTaintsAnnotation lists the Always taints (key:effect)
+	// Capstan keeps on the Node from the Machine's spec.taints, so that it
+	// removes only its own when the Machine's list shrinks; its presence
+	// says the Node has had its OnInitialization taints.
 	NodeManagedTaintsAnnotation = "cluster.x-k8s.io/taints-from-machine"
 )
 
