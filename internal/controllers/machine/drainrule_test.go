@@ -106,7 +106,12 @@ func TestDrainFollowsMachineDrainRules(t *testing.T) {
 
 	// The workload's pods, in a namespace of their own.
 	workloadNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"team": "apps"}}}
-	fixture.Create(t, workloadEnv.Client, workloadNS, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"}})
+	fixture.Create(t, workloadEnv.Client, workloadNS)
+	// Pod admission needs the namespace's default service account, which the
+	// plane's controller makes soon; the test does not wait for it.
+	if err := workloadEnv.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
 	// web holds its termination until the test lets it go, as an
 	// application finishing its requests would; batch runs until told to
 	// finish, then completes.
