@@ -15,7 +15,6 @@ import (
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/test/fixture"
-	"capstan.dev/capstan/test/provider"
 )
 
 // TestNodeWritesAreMergePatches: the Machine controller writes a workload
@@ -33,42 +32,13 @@ func TestNodeWritesAreMergePatches(t *testing.T) {
 		admin = "node.cluster.x-k8s.io/set-by-admin"
 	)
 
-	bootstrap := provider.BootstrapConfig.New(ns, "m1", nil)
-	infra := provider.InfraMachine.New(ns, "m1", nil)
-	m := &clusterv1.Machine{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "m1", Labels: map[string]string{role: "", pool: "a"}},
-		Spec: clusterv1.MachineSpec{
-			ClusterName:       cluster.Name,
-			Version:           "v1.35.0",
-			Bootstrap:         clusterv1.Bootstrap{ConfigRef: provider.BootstrapConfig.Ref("m1")},
-			InfrastructureRef: provider.InfraMachine.Ref("m1"),
-		},
-	}
-	for _, o := range []client.Object{bootstrap, infra, m} {
-		if err := mgmt.Client.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := provider.SetStatus(ctx, mgmt.Client, bootstrap, map[string]any{
-		"initialization": map[string]any{"dataSecretCreated": true}, "dataSecretName": "m1-bootstrap-data",
-	}); err != nil {
-		t.Fatal(err)
-	}
 	providerID := "test://" + ns + "/m1"
-	if err := mgmt.Client.Patch(ctx, infra, client.RawPatch("application/merge-patch+json",
-		[]byte(`{"spec":{"providerID":"`+providerID+`"}}`))); err != nil {
-		t.Fatal(err)
-	}
-	if err := provider.SetStatus(ctx, mgmt.Client, infra, map[string]any{"initialization": map[string]any{"provisioned": true}}); err != nil {
-		t.Fatal(err)
-	}
 	node := readyNode("merge-"+ns, providerID)
 	node.Labels = map[string]string{"team": "blue", admin: "kept"}
-	if err := workloadEnv.Client.Create(ctx, node); err != nil {
-		t.Fatal(err)
-	}
+	fixture.Create(t, workloadEnv.Client, node)
 	t.Cleanup(func() { _ = workloadEnv.Client.Delete(context.Background(), node) })
 	setNodeReady(t, node)
+	m := runningMachine(t, cluster, "m1", providerID, node.Name, map[string]string{role: "", pool: "a"}, nil)
 
 	nodeHas := func(what string, want map[string]string, gone ...string) {
 		t.Helper()
