@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -222,5 +223,68 @@ func TestDrainFollowsMachineDrainRules(t *testing.T) {
 	}
 	if why := stillThere(ctx, agent, keep); why != "" {
 		t.Error(why)
+	}
+}
+
+// TestInvalidMachineDrainRuleHoldsTheDrain: a rule whose selector cannot be
+// evaluated (the API cannot refuse it) stops the drain instead of being
+// ignored, and the Machine's Deleting condition names the rule, the field
+// and the fix; once the rule is fixed the drain goes on.
+func TestInvalidMachineDrainRuleHoldsTheDrain(t *testing.T) {
+	ctx := context.Background()
+	ns := mgmt.Namespace(t)
+	cluster := workloadCluster(t, ns)
+	providerID := "test://" + ns + "/held"
+	node := readyNode("held-"+ns, providerID)
+	fixture.Create(t, workloadEnv.Client, node)
+	t.Cleanup(func() { _ = workloadEnv.Client.Delete(context.Background(), node) })
+	setNodeReady(t, node)
+	waitForServiceAccount(t, "default")
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "held-" + ns, Labels: map[string]string{"app": "web"}},
+		Spec: corev1.PodSpec{NodeName: node.Name, TerminationGracePeriodSeconds: ptr.To(int64(0)),
+			Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}},
+	}
+	fixture.Create(t, workloadEnv.Client, pod)
+	m := runningMachine(t, cluster, "held", providerID, node.Name, nil, nil)
+
+	broken := &clusterv1.MachineDrainRule{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "broken"},
+		Spec: clusterv1.MachineDrainRuleSpec{
+			Drain: clusterv1.MachineDrainRuleDrainConfig{Behavior: clusterv1.MachineDrainRuleDrainBehaviorSkip},
+			Pods: []clusterv1.MachineDrainRulePodSelector{{Selector: &metav1.LabelSelector{
+				MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Equals", Values: []string{"web"}}},
+			}}},
+		},
+	}
+	fixture.Create(t, mgmt.Client, broken)
+	if err := mgmt.Client.Delete(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	machineCheck(t, client.ObjectKeyFromObject(m), func(m *clusterv1.Machine) string {
+		c := meta.FindStatusCondition(m.Status.Conditions, clusterv1.DeletingCondition)
+		want := "MachineDrainRule broken: spec.pods[0].selector is not a valid label selector"
+		if c == nil || !strings.Contains(c.Message, want) || !strings.Contains(c.Message, "fix or remove it") {
+			return fmt.Sprintf("Deleting %+v; want a message with %q", c, want)
+		}
+		return ""
+	})
+	if err := workloadEnv.Client.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{}); err != nil {
+		t.Fatalf("the pod was evicted although a rule that may select it could not be read: %v", err)
+	}
+
+	// The user fixes the rule: In instead of Equals. It skips the pod, and
+	// the Machine goes.
+	patch := []byte(`{"spec":{"pods":[{"selector":{"matchExpressions":[{"key":"app","operator":"In","values":["web"]}]}}]}}`)
+	if err := mgmt.Client.Patch(ctx, broken, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatal(err)
+	}
+	fixture.Eventually(t, "machine gone", 30*time.Second, func(ctx context.Context) string {
+		err := mgmt.Client.Get(ctx, client.ObjectKeyFromObject(m), &clusterv1.Machine{})
+		return fixture.Unless(apierrors.IsNotFound(err), fmt.Sprint("still there: ", err))
+	})
+	got := &corev1.Pod{}
+	if err := workloadEnv.Client.Get(ctx, client.ObjectKeyFromObject(pod), got); err != nil || got.DeletionTimestamp != nil {
+		t.Errorf("the pod the fixed rule skips was evicted: %v", err)
 	}
 }
