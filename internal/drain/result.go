@@ -136,6 +136,12 @@ func (r Result) Message() string {
 // maxDetailPods bounds the pods named on one line of Details.
 const maxDetailPods = 5
 
+// maxDetailGroups bounds the lines of one kind in Details (one per refusal
+// message, rule or label), so that the Deleting condition stays far below
+// the API's limit on a condition message however many budgets and rules
+// there are.
+const maxDetailGroups = 5
+
 // Details lists, one category a line, the pods behind Message, naming at most
 // a few pods a line; it is empty when there is nothing to wait for.
 func (r Result) Details() string {
@@ -149,22 +155,31 @@ func (r Result) Details() string {
 		}
 	}
 	line("Pods evicted", keys(r.Evicted))
+	lineGroups := func(what string, groups []podGroup) {
+		for i, g := range groups {
+			if i == maxDetailGroups {
+				n := 0
+				for _, rest := range groups[i:] {
+					n += len(rest.pods)
+				}
+				lines = append(lines, fmt.Sprintf("* %s: %s more, for other reasons", what, pods(n)))
+				return
+			}
+			line(what+g.why, g.pods)
+		}
+	}
 	// Refusals are grouped by the API server's message, which names the
 	// PodDisruptionBudget and its numbers.
-	byMessage := map[string][]string{}
-	for _, b := range r.Blocked {
-		byMessage[b.Message] = append(byMessage[b.Message], b.Pod.String())
+	blocked := make([]types.NamespacedName, len(r.Blocked))
+	refusal := map[types.NamespacedName]string{}
+	for i, b := range r.Blocked {
+		blocked[i] = b.Pod
+		refusal[b.Pod] = truncate(b.Message, maxMessageDetail)
 	}
-	for _, msg := range sortedKeys(byMessage) {
-		line("Pods not evicted ("+msg+")", byMessage[msg])
-	}
+	lineGroups("Pods not evicted", groupBy(blocked, refusal))
 	line("Pods terminating", keys(r.Terminating))
-	for _, g := range r.byWhy(r.WaitingCompletion) {
-		line("Pods waiting to complete"+g.why, g.pods)
-	}
-	for _, g := range r.byWhy(r.Deferred) {
-		line("Pods waiting for a lower drain order"+g.why, g.pods)
-	}
+	lineGroups("Pods waiting to complete", groupBy(r.WaitingCompletion, r.Why))
+	lineGroups("Pods waiting for a lower drain order", groupBy(r.Deferred, r.Why))
 	return strings.Join(lines, "\n")
 }
 
@@ -173,12 +188,13 @@ type podGroup struct {
 	pods []string
 }
 
-// byWhy groups pods by their entry in Why, the pods without one first.
-func (r Result) byWhy(refs []types.NamespacedName) []podGroup {
+// groupBy groups pods by their entry in reasons: the pods without one
+// first, then one group per reason, in the order of the reasons.
+func groupBy(refs []types.NamespacedName, reasons map[types.NamespacedName]string) []podGroup {
 	grouped := map[string][]string{}
 	for _, ref := range refs {
 		why := ""
-		if w := r.Why[ref]; w != "" {
+		if w := reasons[ref]; w != "" {
 			why = " (" + w + ")"
 		}
 		grouped[why] = append(grouped[why], ref.String())
