@@ -23,7 +23,9 @@ var contractShape = map[string]struct {
 	shortNames []string
 	scale      bool
 	noSelector bool
-	noStatus   bool
+	// noStatus: the kind has no status at all (a MachineDrainRule is only
+	// configuration), so no status subresource either.
+	noStatus bool
 }{
 	"clusters.cluster.x-k8s.io":                                  {shortNames: []string{"cl"}},
 	"machines.cluster.x-k8s.io":                                  {shortNames: []string{"ma"}},
@@ -33,6 +35,7 @@ var contractShape = map[string]struct {
 	"machinehealthchecks.cluster.x-k8s.io":                       {shortNames: []string{"mhc"}},
 	"clusterresourcesets.addons.cluster.x-k8s.io":                {},
 	"clusterresourcesetbindings.addons.cluster.x-k8s.io":         {noStatus: true},
+	"machinedrainrules.cluster.x-k8s.io":                         {noStatus: true},
 	"kubeadmconfigs.bootstrap.cluster.x-k8s.io":                  {},
 	"kubeadmconfigtemplates.bootstrap.cluster.x-k8s.io":          {},
 	"kubeadmcontrolplanes.controlplane.cluster.x-k8s.io":         {shortNames: []string{"kcp"}, scale: true},
@@ -133,6 +136,7 @@ func TestKubectlGetColumns(t *testing.T) {
 		"machinepools":                 {"Cluster", "Desired", "Current", "Ready", "Available", "Up-to-date", "Phase", "Age", "Version"},
 		"providers":                    {"Age", "Type", "Provider", "Version"},
 		"machinehealthchecks":          {"Cluster", "Age"},
+		"machinedrainrules":            {"Behavior", "Order", "Age"},
 		"kubeadmcontrolplanes":         {"Cluster", "Desired", "Current", "Ready", "Available", "Up-to-date", "Initialized", "Age", "Version"},
 		"kubeadmconfigs":               {"Cluster", "Age"},
 		"kubeadmconfigtemplates":       {"Age"},

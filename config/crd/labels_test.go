@@ -29,6 +29,7 @@ var providerOf = map[string]string{
 	"machinehealthchecks.cluster.x-k8s.io":                       "cluster-api",
 	"clusterresourcesets.addons.cluster.x-k8s.io":                "cluster-api",
 	"clusterresourcesetbindings.addons.cluster.x-k8s.io":         "cluster-api",
+	"machinedrainrules.cluster.x-k8s.io":                         "cluster-api",
 	"kubeadmconfigs.bootstrap.cluster.x-k8s.io":                  "bootstrap-kubeadm",
 	"kubeadmconfigtemplates.bootstrap.cluster.x-k8s.io":          "bootstrap-kubeadm",
 	"kubeadmcontrolplanes.controlplane.cluster.x-k8s.io":         "control-plane-kubeadm",

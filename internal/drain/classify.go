@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 )
 
 // Labels and annotations that change how a pod is drained.
@@ -20,8 +22,10 @@ const (
 
 	// PodDrainLabel lets a workload cluster's user opt a pod out of eviction.
 	// Its value is PodDrainLabelSkip or PodDrainLabelWaitCompleted (compared
-	// without regard to case); it takes precedence over Rules.
-	PodDrainLabel = "cluster.x-k8s.io/drain"
+	// without regard to case, and the hyphen may be left out); it takes
+	// precedence over Rules. As upstream, only the label counts, not an
+	// annotation of that name.
+	PodDrainLabel = clusterv1.PodDrainLabel
 	// PodDrainLabelSkip leaves the pod alone: it is neither evicted nor
 	// waited for.
 	PodDrainLabelSkip = "skip"
@@ -41,12 +45,12 @@ type Behavior string
 
 const (
 	// BehaviorDrain evicts the pod, in the batch of its Order.
-	BehaviorDrain Behavior = "Drain"
+	BehaviorDrain = Behavior(clusterv1.MachineDrainRuleDrainBehaviorDrain)
 	// BehaviorSkip leaves the pod alone.
-	BehaviorSkip Behavior = "Skip"
+	BehaviorSkip = Behavior(clusterv1.MachineDrainRuleDrainBehaviorSkip)
 	// BehaviorWaitCompleted does not evict the pod but waits for it to
 	// complete; such pods belong to the batch of order 0.
-	BehaviorWaitCompleted Behavior = "WaitCompleted"
+	BehaviorWaitCompleted = Behavior(clusterv1.MachineDrainRuleDrainBehaviorWaitCompleted)
 )
 
 // Rule assigns a Behavior and an Order to the pods it selects; it is how a
@@ -69,13 +73,7 @@ type Rule struct {
 }
 
 func (r Rule) matches(pod *corev1.Pod, namespaceLabels map[string]map[string]string) bool {
-	if r.Pods != nil && !r.Pods.Matches(labels.Set(pod.Labels)) {
-		return false
-	}
-	if r.Namespaces != nil && !r.Namespaces.Matches(labels.Set(namespaceLabels[pod.Namespace])) {
-		return false
-	}
-	return true
+	return matches(r.Pods, pod.Labels) && matches(r.Namespaces, namespaceLabels[pod.Namespace])
 }
 
 // Policy is the caller's configuration of which pods a drain leaves alone and
@@ -230,10 +228,12 @@ func classifyPod(pod *corev1.Pod, s State, p Policy) Decision {
 	}
 
 	behavior, order, reason := BehaviorDrain, int32(0), ""
-	if hasLabel && (strings.EqualFold(label, PodDrainLabelWaitCompleted) || strings.EqualFold(label, string(BehaviorWaitCompleted))) {
+	// "wait-completed", "waitcompleted" and "WaitCompleted" all wait: only
+	// the first hyphen is dropped before comparing, as upstream does.
+	if hasLabel && strings.EqualFold(strings.Replace(label, "-", "", 1), string(BehaviorWaitCompleted)) {
 		behavior, reason = BehaviorWaitCompleted, "label "+PodDrainLabel+"="+label
 	} else if r, ok := firstRule(p.Rules, pod, s.NamespaceLabels); ok {
-		behavior, order, reason = r.Behavior, r.Order, "rule "+r.Name
+		behavior, order, reason = r.Behavior, r.Order, "MachineDrainRule "+r.Name
 	}
 
 	switch behavior {

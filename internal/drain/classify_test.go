@@ -205,8 +205,8 @@ func TestClassify(t *testing.T) {
 				{Name: "osd-last", Behavior: BehaviorDrain, Order: 100, Pods: selector("app=ceph-osd")},
 			}},
 			want: map[string]want{
-				"osd": {action: ActionWaitCompleted, reason: "rule osd-wait"},
-				"sys": {action: ActionSkip, reason: "rule skip-system"},
+				"osd": {action: ActionWaitCompleted, reason: "MachineDrainRule osd-wait"},
+				"sys": {action: ActionSkip, reason: "MachineDrainRule skip-system"},
 				"web": {action: ActionEvict, reason: ""},
 			},
 		},
@@ -222,9 +222,9 @@ func TestClassify(t *testing.T) {
 				{Name: "storage-last", Behavior: BehaviorDrain, Order: 100, Pods: selector("tier=storage")},
 			}},
 			want: map[string]want{
-				"first":   {action: ActionEvict, order: -10, reason: "rule front-first"},
+				"first":   {action: ActionEvict, order: -10, reason: "MachineDrainRule front-first"},
 				"default": {action: ActionDefer, order: 0},
-				"last":    {action: ActionDefer, order: 100, reason: "rule storage-last"},
+				"last":    {action: ActionDefer, order: 100, reason: "MachineDrainRule storage-last"},
 			},
 		},
 		{

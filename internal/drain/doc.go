@@ -13,8 +13,10 @@
 // observed pods: mirror (static) pods, pods of existing DaemonSets, completed
 // pods and pods labelled cluster.x-k8s.io/drain=skip are left alone; pods
 // labelled cluster.x-k8s.io/drain=wait-completed are waited for but not
-// evicted; Rules (from MachineDrainRules) may skip pods, wait for them, or
-// order evictions in batches.
+// evicted; Rules may skip pods, wait for them, or order evictions in
+// batches. RulesForMachine makes the Rules of a Machine from the
+// MachineDrainRules of its namespace, and Result.Details names the rule or
+// label that keeps each pod waiting.
 //
 // Drain lists pods with the field selector spec.nodeName. Pass it an
 // uncached reader, or a controller-runtime cache on which IndexPodsByNode has

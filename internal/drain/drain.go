@@ -96,8 +96,14 @@ func Drain(ctx context.Context, c client.Client, nodeName string, opts Options) 
 			res.Skipped = append(res.Skipped, Skipped{Pod: key, Reason: d.Reason})
 		case ActionDefer:
 			res.Deferred = append(res.Deferred, key)
+			why := fmt.Sprintf("order %d", d.Order)
+			if d.Reason != "" {
+				why += ", " + d.Reason
+			}
+			res.explain(key, why)
 		case ActionWaitCompleted:
 			res.WaitingCompletion = append(res.WaitingCompletion, key)
+			res.explain(key, d.Reason)
 		case ActionWaitDeleted:
 			res.Terminating = append(res.Terminating, key)
 		case ActionEvict:

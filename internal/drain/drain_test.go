@@ -421,7 +421,7 @@ func TestDrainOrderAndRules(t *testing.T) {
 	}}}
 
 	res := mustDrain(t, node, opts)
-	if names(res.Evicted) != "front" || names(res.Deferred) != "app,storage" || skippedNames(res) != "ignored(rule skip-ignored)" {
+	if names(res.Evicted) != "front" || names(res.Deferred) != "app,storage" || skippedNames(res) != "ignored(MachineDrainRule skip-ignored)" {
 		t.Fatalf("first batch: %+v", res)
 	}
 	// The first batch is still terminating: nothing else moves.

@@ -31,6 +31,20 @@ type Result struct {
 	Deferred []types.NamespacedName
 	// Skipped are the pods the drain leaves alone, and why.
 	Skipped []Skipped
+	// Why says, for a pod waiting to complete or deferred, what put it
+	// there: the label or MachineDrainRule, and for a deferred pod its
+	// order. Details groups the pods by it.
+	Why map[types.NamespacedName]string
+}
+
+func (r *Result) explain(pod types.NamespacedName, why string) {
+	if why == "" {
+		return
+	}
+	if r.Why == nil {
+		r.Why = map[types.NamespacedName]string{}
+	}
+	r.Why[pod] = why
 }
 
 // Blocked is a pod whose eviction did not go through.
@@ -122,6 +136,12 @@ func (r Result) Message() string {
 // maxDetailPods bounds the pods named on one line of Details.
 const maxDetailPods = 5
 
+// maxDetailGroups bounds the lines of one kind in Details (one per refusal
+// message, rule or label), so that the Deleting condition stays far below
+// the API's limit on a condition message however many budgets and rules
+// there are.
+const maxDetailGroups = 5
+
 // Details lists, one category a line, the pods behind Message, naming at most
 // a few pods a line; it is empty when there is nothing to wait for.
 func (r Result) Details() string {
@@ -135,19 +155,55 @@ func (r Result) Details() string {
 		}
 	}
 	line("Pods evicted", keys(r.Evicted))
+	lineGroups := func(what string, groups []podGroup) {
+		for i, g := range groups {
+			if i == maxDetailGroups {
+				n := 0
+				for _, rest := range groups[i:] {
+					n += len(rest.pods)
+				}
+				lines = append(lines, fmt.Sprintf("* %s: %s more, for other reasons", what, pods(n)))
+				return
+			}
+			line(what+g.why, g.pods)
+		}
+	}
 	// Refusals are grouped by the API server's message, which names the
 	// PodDisruptionBudget and its numbers.
-	byMessage := map[string][]string{}
-	for _, b := range r.Blocked {
-		byMessage[b.Message] = append(byMessage[b.Message], b.Pod.String())
+	blocked := make([]types.NamespacedName, len(r.Blocked))
+	refusal := map[types.NamespacedName]string{}
+	for i, b := range r.Blocked {
+		blocked[i] = b.Pod
+		refusal[b.Pod] = truncate(b.Message, maxMessageDetail)
 	}
-	for _, msg := range sortedKeys(byMessage) {
-		line("Pods not evicted ("+msg+")", byMessage[msg])
-	}
+	lineGroups("Pods not evicted", groupBy(blocked, refusal))
 	line("Pods terminating", keys(r.Terminating))
-	line("Pods waiting to complete", keys(r.WaitingCompletion))
-	line("Pods waiting for a lower drain order", keys(r.Deferred))
+	lineGroups("Pods waiting to complete", groupBy(r.WaitingCompletion, r.Why))
+	lineGroups("Pods waiting for a lower drain order", groupBy(r.Deferred, r.Why))
 	return strings.Join(lines, "\n")
+}
+
+type podGroup struct {
+	why  string // " (reason)", or "" for pods without one
+	pods []string
+}
+
+// groupBy groups pods by their entry in reasons: the pods without one
+// first, then one group per reason, in the order of the reasons.
+func groupBy(refs []types.NamespacedName, reasons map[types.NamespacedName]string) []podGroup {
+	grouped := map[string][]string{}
+	for _, ref := range refs {
+		why := ""
+		if w := reasons[ref]; w != "" {
+			why = " (" + w + ")"
+		}
+		grouped[why] = append(grouped[why], ref.String())
+	}
+	out := make([]podGroup, 0, len(grouped))
+	for _, why := range sortedKeys(grouped) {
+		out = append(out, podGroup{why: why, pods: grouped[why]})
+	}
+	return out
 }
 
 // andList joins names as "a", "a and b", "a, b and c".

@@ -1,6 +1,7 @@
 package drain
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -118,6 +119,52 @@ func TestResultDetails(t *testing.T) {
 	}
 	if got := (Result{Node: "n1"}).Details(); got != "" {
 		t.Errorf("Details() of a drained node = %q, want empty", got)
+	}
+}
+
+func TestResultDetailsSayWhyPodsWait(t *testing.T) {
+	r := Result{
+		Node:              "n1",
+		WaitingCompletion: nns("batch/job-1", "batch/job-2", "a/backup", "a/plain"),
+		Deferred:          nns("mon/prom-0", "mon/prom-1"),
+		Why: map[types.NamespacedName]string{
+			nn("batch/job-1"): "MachineDrainRule wait-for-batch",
+			nn("batch/job-2"): "MachineDrainRule wait-for-batch",
+			nn("a/backup"):    "label cluster.x-k8s.io/drain=wait-completed",
+			nn("mon/prom-0"):  "order 100, MachineDrainRule observability-last",
+			nn("mon/prom-1"):  "order 100, MachineDrainRule observability-last",
+		},
+	}
+	want := strings.Join([]string{
+		"* Pods waiting to complete: a/plain",
+		"* Pods waiting to complete (MachineDrainRule wait-for-batch): batch/job-1, batch/job-2",
+		"* Pods waiting to complete (label cluster.x-k8s.io/drain=wait-completed): a/backup",
+		"* Pods waiting for a lower drain order (order 100, MachineDrainRule observability-last): mon/prom-0, mon/prom-1",
+	}, "\n")
+	if got := r.Details(); got != want {
+		t.Errorf("Details()\n got %q\nwant %q", got, want)
+	}
+}
+
+// However many rules hold pods back, Details keeps to a few lines, so that
+// the Deleting condition stays within the API's limits.
+func TestResultDetailsBoundsTheGroups(t *testing.T) {
+	r := Result{Node: "n1", Why: map[types.NamespacedName]string{}}
+	for i := range 7 {
+		pod := nn(fmt.Sprintf("a/p%d", i))
+		r.Deferred = append(r.Deferred, pod)
+		r.Why[pod] = fmt.Sprintf("order %d, MachineDrainRule r%d", 10+i, i)
+	}
+	want := strings.Join([]string{
+		"* Pods waiting for a lower drain order (order 10, MachineDrainRule r0): a/p0",
+		"* Pods waiting for a lower drain order (order 11, MachineDrainRule r1): a/p1",
+		"* Pods waiting for a lower drain order (order 12, MachineDrainRule r2): a/p2",
+		"* Pods waiting for a lower drain order (order 13, MachineDrainRule r3): a/p3",
+		"* Pods waiting for a lower drain order (order 14, MachineDrainRule r4): a/p4",
+		"* Pods waiting for a lower drain order: 2 pods more, for other reasons",
+	}, "\n")
+	if got := r.Details(); got != want {
+		t.Errorf("Details()\n got %q\nwant %q", got, want)
 	}
 }
 

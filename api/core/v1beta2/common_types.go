@@ -247,6 +247,10 @@ type MachineTaint struct {
 	// +kubebuilder:validation:MaxLength=317
 	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$`
 	// +kubebuilder:validation:XValidation:rule="self.contains('/') ? (self.split('/').size() == 2 && self.split('/')[0].size() <= 253 && self.split('/')[1].size() <= 63) : self.size() <= 63",message="key must be a name of at most 63 characters, optionally prefixed by a DNS subdomain of at most 253 characters and a '/'"
+	// +kubebuilder:validation:XValidation:rule="!(self in ['node.cluster.x-k8s.io/uninitialized', 'node.cluster.x-k8s.io/outdated-revision'])",message="key is reserved for the taints Cluster API sets itself: choose another key"
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('node.kubernetes.io/') || self == 'node.kubernetes.io/out-of-service'",message="key must not have the prefix node.kubernetes.io/, which belongs to the kubelet and the node lifecycle controller (only node.kubernetes.io/out-of-service is allowed): choose another key"
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('node.cloudprovider.kubernetes.io/')",message="key must not have the prefix node.cloudprovider.kubernetes.io/, which belongs to the cloud controller manager: choose another key"
+	// +kubebuilder:validation:XValidation:rule="self != 'node-role.kubernetes.io/master'",message="node-role.kubernetes.io/master is deprecated since Kubernetes 1.24: use node-role.kubernetes.io/control-plane"
 	Key string `json:"key,omitempty"`
 
 	// value of the taint, a label value of at most 63 characters.

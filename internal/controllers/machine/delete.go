@@ -138,16 +138,42 @@ func (r *Reconciler) drainNode(ctx context.Context, s *scope, wc client.Client) 
 		s.deleting = fmt.Sprintf("cannot drain node %s: %v", node, err)
 		return drainRetry, nil
 	}
-	result, err := drain.Drain(ctx, wc, node, drain.Options{Reader: reader})
+	rules, err := r.drainRules(ctx, s)
+	if err != nil {
+		// A rule the user must fix holds the drain: evicting without it
+		// could move Pods it was written to keep.
+		s.deleting = fmt.Sprintf("cannot drain node %s: %v", node, err)
+		return drainRetry, nil
+	}
+	result, err := drain.Drain(ctx, wc, node, drain.Options{Reader: reader, Policy: drain.Policy{Rules: rules}})
 	if err != nil {
 		s.deleting = fmt.Sprintf("draining node %s: %v", node, err)
 		return drainRetry, nil
 	}
 	if !result.Done() {
 		s.deleting = result.Message()
+		if details := result.Details(); details != "" {
+			s.deleting += "\n" + details
+		}
 		return drainRetry, nil
 	}
 	return 0, nil
+}
+
+// drainRules reads the MachineDrainRules of the Machine's namespace from the
+// cache and keeps those that apply to the Machine and its Cluster. Rules are
+// not watched: a Machine being drained comes back every drainRetry anyway,
+// and only then does a rule matter.
+func (r *Reconciler) drainRules(ctx context.Context, s *scope) ([]drain.Rule, error) {
+	list := &clusterv1.MachineDrainRuleList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(s.machine.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing MachineDrainRules: %w", err)
+	}
+	var clusterLabels map[string]string
+	if s.cluster != nil {
+		clusterLabels = s.cluster.Labels
+	}
+	return drain.RulesForMachine(list.Items, s.machine.Labels, clusterLabels)
 }
 
 func (r *Reconciler) waitForVolumes(ctx context.Context, s *scope) (time.Duration, error) {

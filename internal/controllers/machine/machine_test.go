@@ -63,6 +63,43 @@ func workloadCluster(t *testing.T, ns string) *clusterv1.Cluster {
 	return c
 }
 
+// runningMachine creates a Machine of the test provider with labels and
+// taints, whose infrastructure reports providerID, and waits until the
+// Machine has found its Node.
+func runningMachine(t *testing.T, cluster *clusterv1.Cluster, name, providerID, nodeName string, labels map[string]string, taints []clusterv1.MachineTaint) *clusterv1.Machine {
+	t.Helper()
+	ctx := context.Background()
+	ns := cluster.Namespace
+	bootstrap := provider.BootstrapConfig.New(ns, name, nil)
+	infra := provider.InfraMachine.New(ns, name, nil)
+	m := &clusterv1.Machine{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+		Spec: clusterv1.MachineSpec{
+			ClusterName:       cluster.Name,
+			Version:           "v1.35.0",
+			Bootstrap:         clusterv1.Bootstrap{ConfigRef: provider.BootstrapConfig.Ref(name)},
+			InfrastructureRef: provider.InfraMachine.Ref(name),
+			Taints:            taints,
+		},
+	}
+	fixture.Create(t, mgmt.Client, bootstrap, infra, m)
+	if err := provider.SetStatus(ctx, mgmt.Client, bootstrap, map[string]any{
+		"initialization": map[string]any{"dataSecretCreated": true}, "dataSecretName": name + "-bootstrap-data",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := mgmt.Client.Patch(ctx, infra, client.RawPatch("application/merge-patch+json",
+		[]byte(`{"spec":{"providerID":"`+providerID+`"}}`))); err != nil {
+		t.Fatal(err)
+	}
+	if err := provider.SetStatus(ctx, mgmt.Client, infra, map[string]any{"initialization": map[string]any{"provisioned": true}}); err != nil {
+		t.Fatal(err)
+	}
+	return machineCheck(t, client.ObjectKeyFromObject(m), func(m *clusterv1.Machine) string {
+		return fixture.Unless(m.Status.NodeRef.Name == nodeName, "nodeRef "+m.Status.NodeRef.Name)
+	})
+}
+
 func readyNode(name, providerID string) *corev1.Node {
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name},

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/plan"
 )
 
 // Annotations Capstan keeps on every Node it manages, so that anyone on the
@@ -24,9 +25,10 @@ const (
 	// NodeManagedLabelsAnnotation lists the label keys Capstan copies from
 	// the Machine, so that dropping one from the Machine is noticed.
 	NodeManagedLabelsAnnotation = "cluster.x-k8s.io/labels-from-machine"
-	// NodeManagedTaintsAnnotation lists the taints (key:effect) Capstan put
-	// on the Node from the Machine's spec.taints, so that it removes only
-	// its own when the Machine's list shrinks.
+	// NodeManagedTaintsAnnotation lists the Always taints (key:effect)
+	// Capstan keeps on the Node from the Machine's spec.taints, so that it
+	// removes only its own when the Machine's list shrinks; its presence
+	// says the Node has had its OnInitialization taints.
 	NodeManagedTaintsAnnotation = "cluster.x-k8s.io/taints-from-machine"
 )
 
@@ -131,92 +133,26 @@ func nodeMetadataPatch(node *corev1.Node, labels, annotations map[string]any) ma
 	return patch
 }
 
-func taintID(key string, effect corev1.TaintEffect) string { return key + ":" + string(effect) }
-
-// syncTaints keeps the Machine's Always taints on the Node and removes the
-// ones Capstan added earlier that the Machine no longer lists; taints to
-// propagate OnInitialization are added once, in the first sync (the Node
-// has no managed-taints annotation yet), and then belong to the Node. Every
-// other taint (the node lifecycle controller's, an admin's) is left alone.
+// syncTaints writes the Node's taints and taint-tracking annotation as
+// plan.NodeTaints decides, with one merge patch preconditioned on the
+// resourceVersion read (taints are a list a merge patch replaces whole, so a
+// concurrent change must not be overwritten), and nothing when nothing
+// changes.
 func syncTaints(ctx context.Context, c client.Client, node *corev1.Node, want []clusterv1.MachineTaint) error {
-	_, synced := node.Annotations[NodeManagedTaintsAnnotation]
-	firstSync := !synced
-	wanted := map[string]corev1.Taint{}
-	var once []corev1.Taint
-	for _, t := range want {
-		taint := corev1.Taint{Key: t.Key, Value: t.Value, Effect: t.Effect}
-		if t.Propagation == clusterv1.MachineTaintPropagationOnInitialization {
-			if firstSync {
-				once = append(once, taint)
-			}
-			continue
-		}
-		wanted[taintID(t.Key, t.Effect)] = taint
-	}
-	previously := map[string]bool{}
-	if v := node.Annotations[NodeManagedTaintsAnnotation]; v != "" {
-		for _, id := range strings.Split(v, ",") {
-			previously[id] = true
-		}
-	}
-	var taints []corev1.Taint
-	changed := false
-	present := map[string]bool{}
-	for _, t := range node.Spec.Taints {
-		id := taintID(t.Key, t.Effect)
-		w, isWanted := wanted[id]
-		switch {
-		case isWanted:
-			present[id] = true
-			if w.Value != t.Value {
-				changed = true
-			}
-			taints = append(taints, w)
-		case previously[id]:
-			changed = true
-		default:
-			taints = append(taints, t)
-		}
-	}
-	for _, t := range once {
-		id := taintID(t.Key, t.Effect)
-		if _, managed := wanted[id]; managed || present[id] || hasTaint(node, id) {
-			continue
-		}
-		taints = append(taints, t)
-		changed = true
-	}
-	ids := make([]string, 0, len(wanted))
-	for id, t := range wanted {
-		ids = append(ids, id)
-		if !present[id] {
-			taints = append(taints, t)
-			changed = true
-		}
-	}
-	sort.Strings(ids)
-	managed := strings.Join(ids, ",")
-	if !changed && synced && node.Annotations[NodeManagedTaintsAnnotation] == managed {
+	tracked, initialized := node.Annotations[NodeManagedTaintsAnnotation]
+	decided := plan.NodeTaints(plan.NodeTaintsInput{Current: node.Spec.Taints, Tracked: tracked, Initialized: initialized, Want: want})
+	if !decided.Changed {
 		return nil
 	}
 	body, err := json.Marshal(map[string]any{
 		"metadata": map[string]any{
 			"resourceVersion": node.ResourceVersion,
-			"annotations":     map[string]any{NodeManagedTaintsAnnotation: managed},
+			"annotations":     map[string]any{NodeManagedTaintsAnnotation: decided.Tracked},
 		},
-		"spec": map[string]any{"taints": taints},
+		"spec": map[string]any{"taints": decided.Taints},
 	})
 	if err != nil {
 		return err
 	}
 	return c.Patch(ctx, node.DeepCopy(), client.RawPatch(types.MergePatchType, body))
-}
-
-func hasTaint(node *corev1.Node, id string) bool {
-	for _, t := range node.Spec.Taints {
-		if taintID(t.Key, t.Effect) == id {
-			return true
-		}
-	}
-	return false
 }

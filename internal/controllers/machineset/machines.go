@@ -144,11 +144,13 @@ func (r *Reconciler) syncMachine(ctx context.Context, s *scope, m *clusterv1.Mac
 		m.Annotations = propagate(m.Annotations, tmpl.Annotations, ownedKeys(m, FieldManager, "annotations"))
 		m.Spec.MinReadySeconds = tmpl.Spec.MinReadySeconds
 		m.Spec.ReadinessGates = tmpl.Spec.ReadinessGates
-		m.Spec.Taints = tmpl.Spec.Taints
 	}
 	// Deletion timeouts matter most to a Machine being deleted: raising one
-	// can free a stuck drain.
+	// can free a stuck drain. Taints reach a deleting Machine too, as
+	// upstream's do: its Node is still up while it drains, and a taint is
+	// how a user keeps new pods off it meanwhile.
 	m.Spec.Deletion = tmpl.Spec.Deletion
+	m.Spec.Taints = tmpl.Spec.Taints
 	if err := helper.Patch(ctx, m); err != nil {
 		return fmt.Errorf("updating Machine %s: %w", m.Name, err)
 	}

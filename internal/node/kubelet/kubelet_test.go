@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,7 +17,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -57,8 +54,6 @@ func TestMain(m *testing.M) {
 
 const interval = 300 * time.Millisecond
 
-var rbacOnce sync.Once
-
 // admin is a typed client with the plane's administrator credentials.
 func admin(t *testing.T) kubernetes.Interface {
 	t.Helper()
@@ -66,19 +61,7 @@ func admin(t *testing.T) kubernetes.Interface {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The plane authorizes with RBAC only; a real cluster's Node authorizer
-	// gives nodes these rights. Bind the built-in system:node role to the
-	// nodes group, as clusters without the Node authorizer do.
-	rbacOnce.Do(func() {
-		crb := &rbacv1.ClusterRoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: "capstan-test-system-nodes"},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:node"},
-			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: kubelet.NodesGroup}},
-		}
-		if _, err := c.RbacV1().ClusterRoleBindings().Create(context.Background(), crb, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatalf("binding system:node: %v", err)
-		}
-	})
+	fixture.BindNodesRole(t, env)
 	return c
 }
 
@@ -86,27 +69,13 @@ func admin(t *testing.T) kubernetes.Interface {
 // certificates.
 func planeCA(t *testing.T) *certs.KeyPair {
 	t.Helper()
-	ca, err := certs.Load(filepath.Join(env.StateDir, "pki", "ca.crt"), filepath.Join(env.StateDir, "pki", "ca.key"))
-	if err != nil {
-		t.Fatalf("loading the plane's CA: %v", err)
-	}
-	return ca
+	return fixture.PlaneCA(t, env)
 }
 
 // nodeCredentials is a client configuration for system:node:<name>.
 func nodeCredentials(t *testing.T, name string) *rest.Config {
 	t.Helper()
-	kp, err := planeCA(t).Issue(certs.Request{CommonName: kubelet.NodeUser(name), Organization: []string{kubelet.NodesGroup}, Client: true}, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyPEM, err := kp.KeyPEM()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := rest.AnonymousClientConfig(env.Config)
-	cfg.CertData, cfg.KeyData = kp.CertPEM(), keyPEM
-	return cfg
+	return fixture.NodeCredentials(t, env, name)
 }
 
 func testLog(t *testing.T) logr.Logger {
