@@ -288,8 +288,8 @@ func ensureMetadata(s *scope) {
 		ms.Spec.Template.Labels = map[string]string{}
 	}
 	if len(sel.MatchLabels) == 0 && len(sel.MatchExpressions) == 0 {
-		sel.MatchLabels[clusterv1.MachineSetNameLabel] = labelValue(ms.Name)
-		ms.Spec.Template.Labels[clusterv1.MachineSetNameLabel] = labelValue(ms.Name)
+		sel.MatchLabels[clusterv1.MachineSetNameLabel] = contract.LabelValue(ms.Name)
+		ms.Spec.Template.Labels[clusterv1.MachineSetNameLabel] = contract.LabelValue(ms.Name)
 	}
 	// Selector and template always name the cluster, so that a set never
 	// counts another cluster's Machines.

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
@@ -47,24 +46,6 @@ func TestMachineName(t *testing.T) {
 	b, _ := machineName("", "c", "ms", randomString)
 	if a == b || len(a) != len("ms-")+randomLength {
 		t.Errorf("random names %q and %q", a, b)
-	}
-}
-
-func TestLabelValue(t *testing.T) {
-	if got := labelValue("ms-1"); got != "ms-1" {
-		t.Errorf("a valid value changed: %q", got)
-	}
-	long := strings.Repeat("machineSetName", 12)
-	got := labelValue(long)
-	if problems := validation.IsValidLabelValue(got); len(problems) > 0 {
-		t.Errorf("%q is not a label value: %v", got, problems)
-	}
-	// The spelling Cluster API uses for the same name.
-	if got != "hash_FR_ghQ_z" {
-		t.Errorf("labelValue(long) = %q", got)
-	}
-	if labelValue(long+"x") == got {
-		t.Error("different names hash alike")
 	}
 }
 
