@@ -169,31 +169,3 @@ func TestUpToDate(t *testing.T) {
 		t.Errorf("set created after rollout.after: %+v", c)
 	}
 }
-
-func TestDefaultReplicas(t *testing.T) {
-	for _, tt := range []struct {
-		annotations map[string]string
-		want        int32
-	}{
-		{nil, 1},
-		{map[string]string{clusterv1.AutoscalerMinSizeAnnotation: "3"}, 1},
-		{map[string]string{clusterv1.AutoscalerMinSizeAnnotation: "3", clusterv1.AutoscalerMaxSizeAnnotation: "5"}, 3},
-		{map[string]string{clusterv1.AutoscalerMinSizeAnnotation: "x", clusterv1.AutoscalerMaxSizeAnnotation: "5"}, 1},
-	} {
-		if got := defaultReplicas(tt.annotations); got != tt.want {
-			t.Errorf("defaultReplicas(%v) = %d, want %d", tt.annotations, got, tt.want)
-		}
-	}
-}
-
-func TestMachineList(t *testing.T) {
-	if got := machineList([]string{"b", "a"}); got != "Machines a, b" {
-		t.Error(got)
-	}
-	if got := machineList([]string{"e", "d", "c", "b", "a"}); got != "Machines a, b, c and 2 more" {
-		t.Error(got)
-	}
-	if got := machineList([]string{"a"}); got != "Machine a" {
-		t.Error(got)
-	}
-}
