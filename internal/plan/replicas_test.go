@@ -21,4 +21,3 @@ func TestDefaultReplicas(t *testing.T) {
 		}
 	}
 }
-
