@@ -68,10 +68,10 @@ const (
 	// RoleMachinePoolInfrastructure is a MachinePool's infrastructure
 	// pool (an InMemoryMachinePool, an AWSMachinePool).
 	RoleMachinePoolInfrastructure = "MachinePoolInfrastructure"
-	RoleMachine               = "Machine"
-	RoleMachineGroup          = "MachineGroup"
-	RoleMachineInfrastructure = "MachineInfrastructure"
-	RoleBootstrapConfig       = "BootstrapConfig"
+	RoleMachine                   = "Machine"
+	RoleMachineGroup              = "MachineGroup"
+	RoleMachineInfrastructure     = "MachineInfrastructure"
+	RoleBootstrapConfig           = "BootstrapConfig"
 )
 
 // Node is one row of the tree and the rows below it. Workers and Other are
