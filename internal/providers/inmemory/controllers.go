@@ -27,6 +27,7 @@ import (
 	"capstan.dev/capstan/internal/kit"
 	"capstan.dev/capstan/internal/pace"
 	"capstan.dev/capstan/internal/patch"
+	"capstan.dev/capstan/internal/providers/pool"
 )
 
 // Options configure the in-memory provider.
@@ -143,9 +144,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Provider, error) 
 		Named(InMemoryMachinePoolController).
 		WithOptions(opts).
 		For(&inmemoryv1.InMemoryMachinePool{}).
-		Watches(&clusterv1.MachinePool{}, handler.EnqueueRequestsFromMapFunc(machinePoolToInMemoryMachinePool)).
-		Watches(&inmemoryv1.InMemoryMachine{}, handler.EnqueueRequestsFromMapFunc(pools.poolMemberToPool)).
-		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(pools.poolMemberToPool)).
+		Watches(&clusterv1.MachinePool{}, handler.EnqueueRequestsFromMapFunc(pool.MachinePoolToPool(inmemoryv1.GroupVersion.Group, "InMemoryMachinePool"))).
+		Watches(&inmemoryv1.InMemoryMachine{}, handler.EnqueueRequestsFromMapFunc(pool.MemberToPool(mgr.GetClient(), inmemoryv1.GroupVersion.Group, "InMemoryMachinePool"))).
+		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(pool.MemberToPool(mgr.GetClient(), inmemoryv1.GroupVersion.Group, "InMemoryMachinePool"))).
 		Complete(&kit.Reconciler[*inmemoryv1.InMemoryMachinePool, *poolScope]{
 			Client:    mgr.GetClient(),
 			NewObject: func() *inmemoryv1.InMemoryMachinePool { return &inmemoryv1.InMemoryMachinePool{} },
