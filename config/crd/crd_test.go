@@ -23,24 +23,28 @@ var contractShape = map[string]struct {
 	scale      bool
 	noSelector bool
 }{
-	"clusters.cluster.x-k8s.io":                                  {shortNames: []string{"cl"}},
-	"machines.cluster.x-k8s.io":                                  {shortNames: []string{"ma"}},
-	"machinesets.cluster.x-k8s.io":                               {shortNames: []string{"ms"}, scale: true},
-	"machinedeployments.cluster.x-k8s.io":                        {shortNames: []string{"md"}, scale: true},
-	"machinepools.cluster.x-k8s.io":                              {shortNames: []string{"mp"}, scale: true, noSelector: true},
-	"machinehealthchecks.cluster.x-k8s.io":                       {shortNames: []string{"mhc"}},
-	"kubeadmconfigs.bootstrap.cluster.x-k8s.io":                  {},
-	"kubeadmconfigtemplates.bootstrap.cluster.x-k8s.io":          {},
-	"kubeadmcontrolplanes.controlplane.cluster.x-k8s.io":         {shortNames: []string{"kcp"}, scale: true},
-	"kubeadmcontrolplanetemplates.controlplane.cluster.x-k8s.io": {},
-	"localclusters.infrastructure.cluster.x-k8s.io":              {shortNames: []string{"lc"}},
-	"localclustertemplates.infrastructure.cluster.x-k8s.io":      {},
-	"localmachines.infrastructure.cluster.x-k8s.io":              {shortNames: []string{"lm"}},
-	"localmachinetemplates.infrastructure.cluster.x-k8s.io":      {},
-	"inmemoryclusters.infrastructure.cluster.x-k8s.io":           {shortNames: []string{"imc"}},
-	"inmemoryclustertemplates.infrastructure.cluster.x-k8s.io":   {},
-	"inmemorymachines.infrastructure.cluster.x-k8s.io":           {shortNames: []string{"imm"}},
-	"inmemorymachinetemplates.infrastructure.cluster.x-k8s.io":   {},
+	"clusters.cluster.x-k8s.io":                                    {shortNames: []string{"cl"}},
+	"machines.cluster.x-k8s.io":                                    {shortNames: []string{"ma"}},
+	"machinesets.cluster.x-k8s.io":                                 {shortNames: []string{"ms"}, scale: true},
+	"machinedeployments.cluster.x-k8s.io":                          {shortNames: []string{"md"}, scale: true},
+	"machinepools.cluster.x-k8s.io":                                {shortNames: []string{"mp"}, scale: true, noSelector: true},
+	"machinehealthchecks.cluster.x-k8s.io":                         {shortNames: []string{"mhc"}},
+	"kubeadmconfigs.bootstrap.cluster.x-k8s.io":                    {},
+	"kubeadmconfigtemplates.bootstrap.cluster.x-k8s.io":            {},
+	"kubeadmcontrolplanes.controlplane.cluster.x-k8s.io":           {shortNames: []string{"kcp"}, scale: true},
+	"kubeadmcontrolplanetemplates.controlplane.cluster.x-k8s.io":   {},
+	"localclusters.infrastructure.cluster.x-k8s.io":                {shortNames: []string{"lc"}},
+	"localclustertemplates.infrastructure.cluster.x-k8s.io":        {},
+	"localmachines.infrastructure.cluster.x-k8s.io":                {shortNames: []string{"lm"}},
+	"localmachinetemplates.infrastructure.cluster.x-k8s.io":        {},
+	"inmemoryclusters.infrastructure.cluster.x-k8s.io":             {shortNames: []string{"imc"}},
+	"inmemoryclustertemplates.infrastructure.cluster.x-k8s.io":     {},
+	"inmemorymachines.infrastructure.cluster.x-k8s.io":             {shortNames: []string{"imm"}},
+	"inmemorymachinetemplates.infrastructure.cluster.x-k8s.io":     {},
+	"inmemorymachinepools.infrastructure.cluster.x-k8s.io":         {shortNames: []string{"immp"}},
+	"inmemorymachinepooltemplates.infrastructure.cluster.x-k8s.io": {},
+	"localmachinepools.infrastructure.cluster.x-k8s.io":            {shortNames: []string{"lmp"}},
+	"localmachinepooltemplates.infrastructure.cluster.x-k8s.io":    {},
 }
 
 func TestEmbeddedCRDsFollowTheContract(t *testing.T) {
@@ -138,6 +142,8 @@ func TestKubectlGetColumns(t *testing.T) {
 		"localmachinetemplates":        {"Age"},
 		"inmemoryclusters":             {"Cluster", "Endpoint", "Port", "Provisioned", "Age"},
 		"inmemorymachines":             {"Cluster", "Machine", "Provisioned", "Age"},
+		"inmemorymachinepools":         {"Cluster", "MachinePool", "Replicas", "Ready", "Age"},
+		"localmachinepools":            {"Cluster", "MachinePool", "Replicas", "Ready", "Age"},
 	}
 	group := map[string]string{
 		"kubeadmcontrolplanes": "controlplane.cluster.x-k8s.io", "kubeadmcontrolplanetemplates": "controlplane.cluster.x-k8s.io",
@@ -145,6 +151,7 @@ func TestKubectlGetColumns(t *testing.T) {
 		"localclusters": "infrastructure.cluster.x-k8s.io", "localmachines": "infrastructure.cluster.x-k8s.io",
 		"localclustertemplates": "infrastructure.cluster.x-k8s.io", "localmachinetemplates": "infrastructure.cluster.x-k8s.io",
 		"inmemoryclusters": "infrastructure.cluster.x-k8s.io", "inmemorymachines": "infrastructure.cluster.x-k8s.io",
+		"inmemorymachinepools": "infrastructure.cluster.x-k8s.io", "localmachinepools": "infrastructure.cluster.x-k8s.io",
 		"providers": "clusterctl.cluster.x-k8s.io",
 	}
 	version := map[string]string{"providers": "v1alpha3"}
