@@ -21,6 +21,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	bootstrapv1 "capstan.dev/capstan/api/bootstrap/kubeadm/v1beta2"
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	inmemoryv1 "capstan.dev/capstan/api/infrastructure/inmemory/v1beta2"
 	"capstan.dev/capstan/internal/bench"
@@ -148,7 +149,11 @@ func poolState(ctx context.Context, wl client.Client, mp *clusterv1.MachinePool,
 		ids[id] = true
 	}
 	for _, m := range machines {
-		if m.Status.NodeRef.Name == "" || !ids[m.Spec.ProviderID] || m.Labels["pool-member"] != "yes" || !metav1.IsControlledBy(&m, mp) {
+		labelled := true
+		for k, v := range mp.Spec.Template.Labels {
+			labelled = labelled && m.Labels[k] == v
+		}
+		if m.Status.NodeRef.Name == "" || !ids[m.Spec.ProviderID] || !labelled || !metav1.IsControlledBy(&m, mp) {
 			return fmt.Sprintf("Machine %s: node %q, providerID %q, labels %v, owners %v", m.Name, m.Status.NodeRef.Name, m.Spec.ProviderID, m.Labels, m.OwnerReferences)
 		}
 	}
@@ -330,5 +335,66 @@ func TestMachinePoolInMemory(t *testing.T) {
 			return fmt.Sprintf("%d Machines and %d InMemoryMachines left", len(machines.Items), len(imms.Items))
 		}
 		return fx.Unless(len(poolNodes(ctx, wl, "pool")) == 0, fmt.Sprintf("Nodes left: %v", poolNodes(ctx, wl, "pool")))
+	})
+}
+
+// TestMachinePoolBootstrapConfig: a pool whose template points at a
+// KubeadmConfig takes control of it, boots its instances from the data
+// secret the config writes (one for the whole pool), and deletes the config
+// with itself.
+func TestMachinePoolBootstrapConfig(t *testing.T) {
+	ns, version, wl := simulatedCluster(t)
+	cfg := &bootstrapv1.KubeadmConfig{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "workers"},
+		Spec: bootstrapv1.KubeadmConfigSpec{JoinConfiguration: bootstrapv1.JoinConfiguration{
+			NodeRegistration: bootstrapv1.NodeRegistrationOptions{Name: "{{ ds.meta_data.local_hostname }}"},
+		}},
+	}
+	pool := &inmemoryv1.InMemoryMachinePool{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "workers"}}
+	mp := &clusterv1.MachinePool{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "workers"},
+		Spec: clusterv1.MachinePoolSpec{
+			ClusterName: "c0",
+			Replicas:    ptr.To[int32](2),
+			Template: clusterv1.MachineTemplateSpec{Spec: clusterv1.MachineSpec{
+				ClusterName:       "c0",
+				Version:           version,
+				Bootstrap:         clusterv1.Bootstrap{ConfigRef: clusterv1.ContractVersionedObjectReference{APIGroup: bootstrapv1.GroupVersion.Group, Kind: "KubeadmConfig", Name: cfg.Name}},
+				InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: inmemoryv1.GroupVersion.Group, Kind: "InMemoryMachinePool", Name: pool.Name},
+			}},
+		},
+	}
+	fx.Create(t, env.Client, cfg, pool, mp)
+
+	fx.Eventually(t, "two instances up from the config's data", 60*time.Second, func(ctx context.Context) string {
+		return poolState(ctx, wl, mp, 2)
+	})
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(cfg), cfg); err != nil {
+		t.Fatal(err)
+	}
+	if !metav1.IsControlledBy(cfg, mp) || cfg.Status.DataSecretName == "" || ptr.Deref(mp.Spec.Template.Spec.Bootstrap.DataSecretName, "") != cfg.Status.DataSecretName {
+		t.Errorf("config owners %v, data secret %q; pool's dataSecretName %v", cfg.OwnerReferences, cfg.Status.DataSecretName, mp.Spec.Template.Spec.Bootstrap.DataSecretName)
+	}
+	if why := conditionIs(mp, clusterv1.BootstrapConfigReadyCondition, metav1.ConditionTrue, ""); why != "" {
+		t.Error(why)
+	}
+	machines, _ := poolMachines(context.Background(), mp)
+	for _, m := range machines {
+		if ptr.Deref(m.Spec.Bootstrap.DataSecretName, "") != cfg.Status.DataSecretName {
+			t.Errorf("Machine %s boots from %v, want the pool's %s", m.Name, m.Spec.Bootstrap.DataSecretName, cfg.Status.DataSecretName)
+		}
+	}
+
+	if err := env.Client.Delete(context.Background(), mp); err != nil {
+		t.Fatal(err)
+	}
+	fx.Eventually(t, "the pool and its config gone", 60*time.Second, func(ctx context.Context) string {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(mp), &clusterv1.MachinePool{}); !apierrors.IsNotFound(err) {
+			return fmt.Sprintf("MachinePool still there (%v)", err)
+		}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cfg), &bootstrapv1.KubeadmConfig{}); !apierrors.IsNotFound(err) {
+			return fmt.Sprintf("KubeadmConfig still there (%v)", err)
+		}
+		return fx.Unless(len(poolNodes(ctx, wl, "workers")) == 0, fmt.Sprintf("Nodes left: %v", poolNodes(ctx, wl, "workers")))
 	})
 }

@@ -61,7 +61,7 @@ func (r *poolReconciler) scope(ctx context.Context, p *inmemoryv1.InMemoryMachin
 	}
 	for i := range list.Items {
 		imm := &list.Items[i]
-		if !metav1.IsControlledBy(imm, p) && !ownedBy(imm, p) {
+		if !pool.OwnedBy(imm, p) {
 			continue
 		}
 		s.instances = append(s.instances, pool.Instance{
@@ -69,15 +69,6 @@ func (r *poolReconciler) scope(ctx context.Context, p *inmemoryv1.InMemoryMachin
 		})
 	}
 	return s, nil
-}
-
-func ownedBy(obj, owner metav1.Object) bool {
-	for _, ref := range obj.GetOwnerReferences() {
-		if ref.UID == owner.GetUID() {
-			return true
-		}
-	}
-	return false
 }
 
 func (r *poolReconciler) run(ctx context.Context, s *poolScope) (ctrl.Result, error) {

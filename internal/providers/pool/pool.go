@@ -241,6 +241,17 @@ func MachinePoolToPool(group, kind string) handler.MapFunc {
 	}
 }
 
+// OwnedBy tells whether obj has owner among its owners (as an instance has
+// its pool, controller or not: the Machine controller takes control of it).
+func OwnedBy(obj, owner metav1.Object) bool {
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.UID == owner.GetUID() {
+			return true
+		}
+	}
+	return false
+}
+
 // OwningMachinePool reads the MachinePool that controls a provider pool;
 // nil, without an error, when none does (yet) or it is gone.
 func OwningMachinePool(ctx context.Context, c client.Reader, obj client.Object) (*clusterv1.MachinePool, error) {
