@@ -234,7 +234,8 @@ func conditionIs(mp *clusterv1.MachinePool, t string, status metav1.ConditionSta
 // TestMachinePoolInMemory runs a MachinePool of in-memory instances through
 // its life: it comes up with a Machine and a Node per instance, scales up
 // and down (the Nodes of removed instances leave the workload cluster),
-// holds still while paused, and leaves nothing behind when deleted.
+// replaces a Machine marked for remediation, holds still while paused, and
+// leaves nothing behind when deleted.
 func TestMachinePoolInMemory(t *testing.T) {
 	ns, version, wl := simulatedCluster(t)
 	mp := createPool(t, ns, "pool", version, 2)
@@ -284,6 +285,22 @@ func TestMachinePoolInMemory(t *testing.T) {
 
 	scale(t, mp, 1)
 	fx.Eventually(t, "scaled down to one", 60*time.Second, func(ctx context.Context) string { return poolState(ctx, wl, mp, 1) })
+
+	// A Machine a MachineHealthCheck marked for remediation is deleted; the
+	// provider replaces its instance.
+	machines, _ := poolMachines(context.Background(), mp)
+	sick := machines[0]
+	if err := conditions.Apply(context.Background(), env.Client, &sick, clusterv1.GroupVersion.WithKind(clusterv1.MachineKind), metav1.Condition{
+		Type: clusterv1.OwnerRemediatedCondition, Status: metav1.ConditionFalse, Reason: "WaitingForRemediation", Message: "test: the node is unhealthy",
+	}, "test-machinehealthcheck", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	fx.Eventually(t, "the remediated Machine replaced", 60*time.Second, func(ctx context.Context) string {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(&sick), &clusterv1.Machine{}); !apierrors.IsNotFound(err) {
+			return fmt.Sprintf("Machine %s still there (%v)", sick.Name, err)
+		}
+		return poolState(ctx, wl, mp, 1)
+	})
 
 	// Paused, the pool acts on nothing: a scale-up waits for the pause to end.
 	update(t, mp, func(mp *clusterv1.MachinePool) {
@@ -341,7 +358,7 @@ func TestMachinePoolInMemory(t *testing.T) {
 // TestMachinePoolBootstrapConfig: a pool whose template points at a
 // KubeadmConfig takes control of it, boots its instances from the data
 // secret the config writes (one for the whole pool), and deletes the config
-// with itself.
+// with itself. Its size comes from the autoscaler's minimum.
 func TestMachinePoolBootstrapConfig(t *testing.T) {
 	ns, version, wl := simulatedCluster(t)
 	cfg := &bootstrapv1.KubeadmConfig{
@@ -352,10 +369,12 @@ func TestMachinePoolBootstrapConfig(t *testing.T) {
 	}
 	pool := &inmemoryv1.InMemoryMachinePool{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "workers"}}
 	mp := &clusterv1.MachinePool{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "workers"},
+		// Without spec.replicas the autoscaler's minimum size is taken.
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "workers", Annotations: map[string]string{
+			clusterv1.AutoscalerMinSizeAnnotation: "2", clusterv1.AutoscalerMaxSizeAnnotation: "5",
+		}},
 		Spec: clusterv1.MachinePoolSpec{
 			ClusterName: "c0",
-			Replicas:    ptr.To[int32](2),
 			Template: clusterv1.MachineTemplateSpec{Spec: clusterv1.MachineSpec{
 				ClusterName:       "c0",
 				Version:           version,
@@ -369,6 +388,9 @@ func TestMachinePoolBootstrapConfig(t *testing.T) {
 	fx.Eventually(t, "two instances up from the config's data", 60*time.Second, func(ctx context.Context) string {
 		return poolState(ctx, wl, mp, 2)
 	})
+	if ptr.Deref(mp.Spec.Replicas, 0) != 2 {
+		t.Errorf("spec.replicas %v, want the autoscaler's minimum 2", mp.Spec.Replicas)
+	}
 	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(cfg), cfg); err != nil {
 		t.Fatal(err)
 	}
