@@ -47,6 +47,27 @@ func AggregateMachines(machines []*clusterv1.Machine, machineType, ownerType, tr
 	return c
 }
 
+// CountMachines counts an owner's Machines that are Ready, Available and
+// UpToDate. A Machine being deleted serves no longer, whatever its
+// conditions say until the Machine controller looks again, so it is never
+// counted ready or available: counting it would let a rollout take one more
+// away.
+func CountMachines(machines []*clusterv1.Machine) (ready, available, upToDate int32) {
+	for _, m := range machines {
+		going := !m.DeletionTimestamp.IsZero()
+		if !going && IsTrue(m, clusterv1.ReadyCondition) {
+			ready++
+		}
+		if !going && IsTrue(m, clusterv1.AvailableCondition) {
+			available++
+		}
+		if IsTrue(m, clusterv1.UpToDateCondition) {
+			upToDate++
+		}
+	}
+	return ready, available, upToDate
+}
+
 // MachineList names up to three Machines: "Machine a", "Machines a, b, c
 // and 2 more".
 func MachineList(names []string) string {

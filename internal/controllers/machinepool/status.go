@@ -60,17 +60,8 @@ func countReplicas(s *scope) bool {
 	versions := map[string]int32{}
 	switch {
 	case s.machinesRead && s.infraPool.InfrastructureMachineKind != "":
+		ready, available, upToDate = conditions.CountMachines(s.machines)
 		for _, m := range s.machines {
-			going := !m.DeletionTimestamp.IsZero()
-			if !going && conditions.IsTrue(m, clusterv1.ReadyCondition) {
-				ready++
-			}
-			if !going && conditions.IsTrue(m, clusterv1.AvailableCondition) {
-				available++
-			}
-			if conditions.IsTrue(m, clusterv1.UpToDateCondition) {
-				upToDate++
-			}
 			if m.Spec.Version != "" {
 				versions[m.Spec.Version]++
 			}

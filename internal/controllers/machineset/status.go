@@ -22,22 +22,7 @@ func (r *Reconciler) updateStatus(s *scope) {
 		ms.Status.Selector = sel.String()
 	}
 	if s.machinesRead {
-		var ready, available, upToDate int32
-		for _, m := range s.machines {
-			// A Machine being deleted serves no longer, whatever its
-			// conditions say until the Machine controller looks again:
-			// counting it would let a rollout take one more away.
-			going := !m.DeletionTimestamp.IsZero()
-			if !going && conditions.IsTrue(m, clusterv1.ReadyCondition) {
-				ready++
-			}
-			if !going && conditions.IsTrue(m, clusterv1.AvailableCondition) {
-				available++
-			}
-			if conditions.IsTrue(m, clusterv1.UpToDateCondition) {
-				upToDate++
-			}
-		}
+		ready, available, upToDate := conditions.CountMachines(s.machines)
 		ms.Status.Replicas = ptr.To(int32(len(s.machines)))
 		ms.Status.ReadyReplicas = ptr.To(ready)
 		ms.Status.AvailableReplicas = ptr.To(available)

@@ -2,6 +2,7 @@ package inmemory
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -11,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	inmemoryv1 "capstan.dev/capstan/api/infrastructure/inmemory/v1beta2"
 	"capstan.dev/capstan/internal/kit"
 	"capstan.dev/capstan/internal/plan"
@@ -32,72 +32,54 @@ type poolReconciler struct {
 // poolScope is what one reconcile of an InMemoryMachinePool knows.
 type poolScope struct {
 	pool *inmemoryv1.InMemoryMachinePool
-	// mp is the owning MachinePool, nil once it is gone; cluster its
-	// Cluster.
-	mp        *clusterv1.MachinePool
-	cluster   *clusterv1.Cluster
-	instances []pool.Instance
+	*pool.Scope
 }
 
 func (r *poolReconciler) scope(ctx context.Context, p *inmemoryv1.InMemoryMachinePool) (*poolScope, error) {
-	mp, err := pool.OwningMachinePool(ctx, r.client, p)
+	s, err := pool.ReadScope(ctx, r.client, p, &inmemoryv1.InMemoryMachineList{}, func(list *inmemoryv1.InMemoryMachineList) []pool.Instance {
+		out := make([]pool.Instance, 0, len(list.Items))
+		for i := range list.Items {
+			imm := &list.Items[i]
+			out = append(out, pool.Instance{Object: imm, Provisioned: ptr.Deref(imm.Status.Initialization.Provisioned, false), ProviderID: imm.Spec.ProviderID})
+		}
+		return out
+	})
+	if errors.Is(err, pool.ErrNoOwner) {
+		return nil, kit.NotYet(0)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if mp == nil && p.DeletionTimestamp.IsZero() {
-		return nil, kit.NotYet(0) // the MachinePool controller takes control, which brings us back
-	}
-	s := &poolScope{pool: p, mp: mp}
-	if mp != nil {
-		if s.cluster, err = kit.GetCluster(ctx, r.client, p.Namespace, mp.Spec.ClusterName); err != nil {
-			return nil, err
-		}
-	}
-	// Instances are found by the MachinePool's name in their labels, or,
-	// once the MachinePool is gone, as the pool's own.
-	list := &inmemoryv1.InMemoryMachineList{}
-	if err := r.client.List(ctx, list, client.InNamespace(p.Namespace), client.HasLabels{clusterv1.MachinePoolNameLabel}); err != nil {
-		return nil, err
-	}
-	for i := range list.Items {
-		imm := &list.Items[i]
-		if !pool.OwnedBy(imm, p) {
-			continue
-		}
-		s.instances = append(s.instances, pool.Instance{
-			Object: imm, Provisioned: ptr.Deref(imm.Status.Initialization.Provisioned, false), ProviderID: imm.Spec.ProviderID,
-		})
-	}
-	return s, nil
+	return &poolScope{pool: p, Scope: s}, nil
 }
 
 func (r *poolReconciler) run(ctx context.Context, s *poolScope) (ctrl.Result, error) {
 	p := s.pool
 	if !p.DeletionTimestamp.IsZero() {
-		left, err := pool.DeleteAll(ctx, r.client, s.instances)
+		left, err := pool.DeleteAll(ctx, r.client, s.Instances)
 		if err == nil && left == 0 {
 			controllerutil.RemoveFinalizer(p, inmemoryv1.InMemoryMachinePoolFinalizer)
 		}
 		return ctrl.Result{}, err
 	}
-	if s.cluster == nil || paused(s.cluster, p) {
+	if s.Cluster == nil || paused(s.Cluster, p) {
 		return ctrl.Result{}, nil
 	}
 	controllerutil.AddFinalizer(p, inmemoryv1.InMemoryMachinePoolFinalizer)
 	p.Status.InfrastructureMachineKind = "InMemoryMachine"
-	if s.mp.Spec.Template.Spec.Bootstrap.DataSecretName == nil {
+	if s.MachinePool.Spec.Template.Spec.Bootstrap.DataSecretName == nil {
 		// Instances cannot boot without bootstrap data; the MachinePool's
 		// update when it has some brings us back.
 		meta.SetStatusCondition(&p.Status.Conditions, metav1.Condition{
 			Type: inmemoryv1.ReadyCondition, Status: metav1.ConditionFalse, Reason: "WaitingForBootstrapData", ObservedGeneration: p.Generation,
-			Message: "waiting for MachinePool " + s.mp.Name + " to name its bootstrap data secret",
+			Message: "waiting for MachinePool " + s.MachinePool.Name + " to name its bootstrap data secret",
 		})
 		return ctrl.Result{}, nil
 	}
 	p.Status.Initialization.Provisioned = ptr.To(true)
 	st, err := pool.Sync(ctx, r.client, pool.Pool{
 		Owner: p, OwnerAPIVersion: inmemoryv1.GroupVersion.String(), OwnerKind: "InMemoryMachinePool",
-		MachinePool: s.mp, Instances: s.instances, Strategy: plan.PoolStrategy{MaxSurge: 1},
+		MachinePool: s.MachinePool, Instances: s.Instances, Strategy: plan.PoolStrategy{MaxSurge: 1},
 		New: func() client.Object {
 			return &inmemoryv1.InMemoryMachine{Spec: inmemoryv1.InMemoryMachineSpec{Delays: p.Spec.Delays.DeepCopy()}}
 		},

@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -11,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	localv1 "capstan.dev/capstan/api/infrastructure/local/v1beta2"
 	"capstan.dev/capstan/internal/kit"
 	"capstan.dev/capstan/internal/pause"
@@ -34,59 +34,44 @@ type poolReconciler struct {
 // poolScope is what one reconcile of a LocalMachinePool knows.
 type poolScope struct {
 	lmp *localv1.LocalMachinePool
-	// mp is the owning MachinePool, nil once it is gone; cluster its
-	// Cluster.
-	mp        *clusterv1.MachinePool
-	cluster   *clusterv1.Cluster
-	instances []pool.Instance
+	*pool.Scope
 }
 
 func (r *poolReconciler) scope(ctx context.Context, lmp *localv1.LocalMachinePool) (*poolScope, error) {
-	mp, err := pool.OwningMachinePool(ctx, r.client, lmp)
+	s, err := pool.ReadScope(ctx, r.client, lmp, &localv1.LocalMachineList{}, func(list *localv1.LocalMachineList) []pool.Instance {
+		out := make([]pool.Instance, 0, len(list.Items))
+		for i := range list.Items {
+			lm := &list.Items[i]
+			out = append(out, pool.Instance{Object: lm, Provisioned: ptr.Deref(lm.Status.Initialization.Provisioned, false), ProviderID: lm.Spec.ProviderID})
+		}
+		return out
+	})
+	if errors.Is(err, pool.ErrNoOwner) {
+		return nil, kit.NotYet(0)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if mp == nil && lmp.DeletionTimestamp.IsZero() {
-		return nil, kit.NotYet(0) // the MachinePool controller takes control, which brings us back
-	}
-	s := &poolScope{lmp: lmp, mp: mp}
-	if mp != nil {
-		if s.cluster, err = kit.GetCluster(ctx, r.client, lmp.Namespace, mp.Spec.ClusterName); err != nil {
-			return nil, err
-		}
-	}
-	list := &localv1.LocalMachineList{}
-	if err := r.client.List(ctx, list, client.InNamespace(lmp.Namespace), client.HasLabels{clusterv1.MachinePoolNameLabel}); err != nil {
-		return nil, err
-	}
-	for i := range list.Items {
-		lm := &list.Items[i]
-		if pool.OwnedBy(lm, lmp) {
-			s.instances = append(s.instances, pool.Instance{
-				Object: lm, Provisioned: ptr.Deref(lm.Status.Initialization.Provisioned, false), ProviderID: lm.Spec.ProviderID,
-			})
-		}
-	}
-	return s, nil
+	return &poolScope{lmp: lmp, Scope: s}, nil
 }
 
 func (r *poolReconciler) run(ctx context.Context, s *poolScope) (ctrl.Result, error) {
 	lmp := s.lmp
 	if !lmp.DeletionTimestamp.IsZero() {
-		left, err := pool.DeleteAll(ctx, r.client, s.instances)
+		left, err := pool.DeleteAll(ctx, r.client, s.Instances)
 		if err == nil && left == 0 {
 			controllerutil.RemoveFinalizer(lmp, localv1.LocalMachinePoolFinalizer)
 		}
 		return ctrl.Result{}, err
 	}
-	if s.cluster == nil || pause.Reconcile(s.cluster, lmp) {
+	if s.Cluster == nil || pause.Reconcile(s.Cluster, lmp) {
 		return ctrl.Result{}, nil
 	}
 	controllerutil.AddFinalizer(lmp, localv1.LocalMachinePoolFinalizer)
 	lmp.Status.InfrastructureMachineKind = "LocalMachine"
-	if s.mp.Spec.Template.Spec.Bootstrap.DataSecretName == nil {
+	if s.MachinePool.Spec.Template.Spec.Bootstrap.DataSecretName == nil {
 		setPoolReady(lmp, metav1.ConditionFalse, localv1.WaitingForBootstrapReason,
-			"waiting for MachinePool "+s.mp.Name+" to name its bootstrap data secret")
+			"waiting for MachinePool "+s.MachinePool.Name+" to name its bootstrap data secret")
 		return ctrl.Result{}, nil
 	}
 	lmp.Status.Initialization.Provisioned = ptr.To(true)
@@ -96,7 +81,7 @@ func (r *poolReconciler) run(ctx context.Context, s *poolScope) (ctrl.Result, er
 	}
 	st, err := pool.Sync(ctx, r.client, pool.Pool{
 		Owner: lmp, OwnerAPIVersion: localv1.GroupVersion.String(), OwnerKind: "LocalMachinePool",
-		MachinePool: s.mp, Instances: s.instances, Strategy: strategy,
+		MachinePool: s.MachinePool, Instances: s.Instances, Strategy: strategy,
 		New: func() client.Object { return &localv1.LocalMachine{} },
 	})
 	lmp.Spec.ProviderIDList = st.ProviderIDList

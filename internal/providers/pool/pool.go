@@ -270,3 +270,49 @@ func OwningMachinePool(ctx context.Context, c client.Reader, obj client.Object) 
 	}
 	return nil, nil
 }
+
+// Scope is what a provider pool's reconcile starts from: the MachinePool
+// that controls the pool (nil once it is gone), its Cluster (nil when it
+// does not exist) and the pool's instances.
+type Scope struct {
+	MachinePool *clusterv1.MachinePool
+	Cluster     *clusterv1.Cluster
+	Instances   []Instance
+}
+
+// ErrNoOwner is what ReadScope returns for a pool no MachinePool controls
+// yet: the MachinePool controller takes control, and that write brings the
+// pool back.
+var ErrNoOwner = errors.New("no MachinePool controls the pool yet")
+
+// ReadScope reads a provider pool's scope. list receives the instances'
+// kind (listed by the pool-name label, kept when owner owns them); describe
+// turns each item into an Instance.
+func ReadScope[L client.ObjectList](ctx context.Context, c client.Reader, owner client.Object, list L, describe func(L) []Instance) (*Scope, error) {
+	mp, err := OwningMachinePool(ctx, c, owner)
+	if err != nil {
+		return nil, err
+	}
+	if mp == nil && owner.GetDeletionTimestamp().IsZero() {
+		return nil, ErrNoOwner
+	}
+	s := &Scope{MachinePool: mp}
+	if mp != nil {
+		cluster := &clusterv1.Cluster{}
+		switch err := c.Get(ctx, types.NamespacedName{Namespace: mp.Namespace, Name: mp.Spec.ClusterName}, cluster); {
+		case err == nil:
+			s.Cluster = cluster
+		case !apierrors.IsNotFound(err):
+			return nil, err
+		}
+	}
+	if err := c.List(ctx, list, client.InNamespace(owner.GetNamespace()), client.HasLabels{clusterv1.MachinePoolNameLabel}); err != nil {
+		return nil, err
+	}
+	for _, in := range describe(list) {
+		if OwnedBy(in.Object, owner) {
+			s.Instances = append(s.Instances, in)
+		}
+	}
+	return s, nil
+}
