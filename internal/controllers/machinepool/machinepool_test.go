@@ -30,6 +30,7 @@ import (
 	"capstan.dev/capstan/internal/providers/inmemory"
 	"capstan.dev/capstan/internal/testenv"
 	fx "capstan.dev/capstan/test/fixture"
+	"capstan.dev/capstan/test/provider"
 )
 
 var env *testenv.Env
@@ -418,5 +419,116 @@ func TestMachinePoolBootstrapConfig(t *testing.T) {
 			return fmt.Sprintf("KubeadmConfig still there (%v)", err)
 		}
 		return fx.Unless(len(poolNodes(ctx, wl, "workers")) == 0, fmt.Sprintf("Nodes left: %v", poolNodes(ctx, wl, "workers")))
+	})
+}
+
+// TestMachinePoolWithoutMachines: a provider that makes no infrastructure
+// machines (the test plays it) only reports provider IDs; the pool finds
+// their Nodes, counts them, creates no Machines, and when deleted drains
+// and deletes the Nodes after its infrastructure pool is gone.
+func TestMachinePoolWithoutMachines(t *testing.T) {
+	ns, version, wl := simulatedCluster(t)
+	ctx := context.Background()
+	if err := provider.Install(ctx, env.Client); err != nil {
+		t.Fatal(err)
+	}
+	ids := []any{"test://ext-a", "test://ext-b"}
+	for _, name := range []string{"ext-a", "ext-b"} {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{ProviderID: "test://" + name}}
+		if err := wl.Create(ctx, node); err != nil {
+			t.Fatal(err)
+		}
+		node.Status = corev1.NodeStatus{
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady"}},
+			NodeInfo:   corev1.NodeSystemInfo{KubeletVersion: version},
+		}
+		if err := wl.Status().Update(ctx, node); err != nil {
+			t.Fatal(err)
+		}
+	}
+	infra := provider.InfraMachinePool.New(ns, "ext", map[string]any{"providerIDList": ids})
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ext-bootstrap"}, Data: map[string][]byte{"value": []byte("#cloud-config\n")}}
+	mp := &clusterv1.MachinePool{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ext"},
+		Spec: clusterv1.MachinePoolSpec{
+			ClusterName: "c0",
+			Replicas:    ptr.To[int32](2),
+			Template: clusterv1.MachineTemplateSpec{Spec: clusterv1.MachineSpec{
+				ClusterName:       "c0",
+				Version:           version,
+				Bootstrap:         clusterv1.Bootstrap{DataSecretName: ptr.To(secret.Name)},
+				InfrastructureRef: provider.InfraMachinePool.Ref("ext"),
+			}},
+		},
+	}
+	fx.Create(t, env.Client, secret, infra, mp)
+	if err := provider.SetStatus(ctx, env.Client, infra, map[string]any{
+		"initialization": map[string]any{"provisioned": true}, "replicas": int64(2),
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	fx.Eventually(t, "the pool's Nodes found", 30*time.Second, func(ctx context.Context) string {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(mp), mp); err != nil {
+			return fx.Reason(err)
+		}
+		st := mp.Status
+		var refs []string
+		for _, r := range st.NodeRefs {
+			refs = append(refs, r.Name)
+		}
+		if strings.Join(refs, ",") != "ext-a,ext-b" || ptr.Deref(st.ReadyReplicas, 0) != 2 || ptr.Deref(st.AvailableReplicas, 0) != 2 ||
+			ptr.Deref(st.UpToDateReplicas, 0) != 2 || st.Phase != string(clusterv1.MachinePoolPhaseRunning) {
+			return fmt.Sprintf("nodeRefs %v, ready %v, available %v, up to date %v, phase %s", refs,
+				ptr.Deref(st.ReadyReplicas, 0), ptr.Deref(st.AvailableReplicas, 0), ptr.Deref(st.UpToDateReplicas, 0), st.Phase)
+		}
+		if why := conditionIs(mp, clusterv1.MachinesReadyCondition, metav1.ConditionTrue, clusterv1.ReadyReason); why != "" {
+			return why
+		}
+		return conditionIs(mp, clusterv1.AvailableCondition, metav1.ConditionTrue, clusterv1.AvailableReason)
+	})
+	if machines, _ := poolMachines(ctx, mp); len(machines) != 0 {
+		t.Errorf("Machines made for a provider without infrastructure machines: %d", len(machines))
+	}
+
+	// One Node stops being ready: the pool says so.
+	node := &corev1.Node{}
+	if err := wl.Get(ctx, client.ObjectKey{Name: "ext-b"}, node); err != nil {
+		t.Fatal(err)
+	}
+	node.Status.Conditions[0].Status = corev1.ConditionFalse
+	if err := wl.Status().Update(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	fx.Eventually(t, "a Node not ready counted", 30*time.Second, func(ctx context.Context) string {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(mp), mp); err != nil {
+			return fx.Reason(err)
+		}
+		if ptr.Deref(mp.Status.ReadyReplicas, 0) != 1 {
+			return fmt.Sprintf("readyReplicas %v", ptr.Deref(mp.Status.ReadyReplicas, 0))
+		}
+		return conditionIs(mp, clusterv1.MachinesReadyCondition, metav1.ConditionFalse, clusterv1.NotReadyReason)
+	})
+
+	if err := env.Client.Delete(ctx, mp); err != nil {
+		t.Fatal(err)
+	}
+	fx.Eventually(t, "the pool, its infrastructure and its Nodes gone", 60*time.Second, func(ctx context.Context) string {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(mp), &clusterv1.MachinePool{}); !apierrors.IsNotFound(err) {
+			return fmt.Sprintf("MachinePool still there (%v)", err)
+		}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(infra), infra.DeepCopy()); !apierrors.IsNotFound(err) {
+			return fmt.Sprintf("TestMachinePool still there (%v)", err)
+		}
+		nodes := &corev1.NodeList{}
+		if err := wl.List(ctx, nodes); err != nil {
+			return fx.Reason(err)
+		}
+		for _, n := range nodes.Items {
+			if strings.HasPrefix(n.Name, "ext-") {
+				return "Node " + n.Name + " still there"
+			}
+		}
+		return ""
 	})
 }
