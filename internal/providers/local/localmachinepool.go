@@ -2,7 +2,6 @@ package local
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -13,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	localv1 "capstan.dev/capstan/api/infrastructure/local/v1beta2"
-	"capstan.dev/capstan/internal/kit"
 	"capstan.dev/capstan/internal/pause"
 	"capstan.dev/capstan/internal/plan"
 	"capstan.dev/capstan/internal/providers/pool"
@@ -46,9 +44,6 @@ func (r *poolReconciler) scope(ctx context.Context, lmp *localv1.LocalMachinePoo
 		}
 		return out
 	})
-	if errors.Is(err, pool.ErrNoOwner) {
-		return nil, kit.NotYet(0)
-	}
 	if err != nil {
 		return nil, err
 	}

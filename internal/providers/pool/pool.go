@@ -19,6 +19,7 @@ import (
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/conditions"
 	"capstan.dev/capstan/internal/contract"
+	"capstan.dev/capstan/internal/kit"
 	"capstan.dev/capstan/internal/plan"
 )
 
@@ -280,21 +281,18 @@ type Scope struct {
 	Instances   []Instance
 }
 
-// ErrNoOwner is what ReadScope returns for a pool no MachinePool controls
-// yet: the MachinePool controller takes control, and that write brings the
-// pool back.
-var ErrNoOwner = errors.New("no MachinePool controls the pool yet")
-
 // ReadScope reads a provider pool's scope. list receives the instances'
 // kind (listed by the pool-name label, kept when owner owns them); describe
-// turns each item into an Instance.
+// turns each item into an Instance. A pool no MachinePool controls yet is
+// kit.NotYet: the MachinePool controller takes control, and that write
+// brings the pool back.
 func ReadScope[L client.ObjectList](ctx context.Context, c client.Reader, owner client.Object, list L, describe func(L) []Instance) (*Scope, error) {
 	mp, err := OwningMachinePool(ctx, c, owner)
 	if err != nil {
 		return nil, err
 	}
 	if mp == nil && owner.GetDeletionTimestamp().IsZero() {
-		return nil, ErrNoOwner
+		return nil, kit.NotYet(0)
 	}
 	s := &Scope{MachinePool: mp}
 	if mp != nil {
