@@ -12,6 +12,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -223,8 +224,8 @@ func update(t *testing.T, mp *clusterv1.MachinePool, change func(*clusterv1.Mach
 	}
 }
 
-func conditionIs(mp *clusterv1.MachinePool, t string, status metav1.ConditionStatus, reason string) string {
-	c := conditions.Get(mp, t)
+func conditionIs(obj interface{ GetConditions() []metav1.Condition }, t string, status metav1.ConditionStatus, reason string) string {
+	c := conditions.Get(obj, t)
 	if c == nil {
 		return t + " not set"
 	}
@@ -527,6 +528,42 @@ func TestMachinePoolWithoutMachines(t *testing.T) {
 		for _, n := range nodes.Items {
 			if strings.HasPrefix(n.Name, "ext-") {
 				return "Node " + n.Name + " still there"
+			}
+		}
+		return ""
+	})
+}
+
+// TestClusterDeletionTakesMachinePools: deleting a Cluster deletes its
+// MachinePools with its other workers, and with them their Machines,
+// instances and infrastructure pools, before the control plane goes.
+func TestClusterDeletionTakesMachinePools(t *testing.T) {
+	ns, version, wl := simulatedCluster(t)
+	mp := createPool(t, ns, "pool", version, 1)
+	fx.Eventually(t, "one instance up", 60*time.Second, func(ctx context.Context) string { return poolState(ctx, wl, mp, 1) })
+	fx.Eventually(t, "the Cluster counts the pool", 20*time.Second, func(ctx context.Context) string {
+		c := &clusterv1.Cluster{}
+		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "c0"}, c); err != nil {
+			return fx.Reason(err)
+		}
+		w := c.Status.Workers
+		if w == nil || ptr.Deref(w.DesiredReplicas, 0) != 1 || ptr.Deref(w.Replicas, 0) != 1 {
+			return fmt.Sprintf("workers %+v", w)
+		}
+		return conditionIs(c, clusterv1.ClusterWorkersAvailableCondition, metav1.ConditionTrue, clusterv1.AvailableReason)
+	})
+
+	if err := env.Client.Delete(context.Background(), &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c0"}}); err != nil {
+		t.Fatal(err)
+	}
+	fx.Eventually(t, "the Cluster and its pool gone", 90*time.Second, func(ctx context.Context) string {
+		for _, list := range []client.ObjectList{&clusterv1.ClusterList{}, &clusterv1.MachinePoolList{}, &clusterv1.MachineList{},
+			&inmemoryv1.InMemoryMachinePoolList{}, &inmemoryv1.InMemoryMachineList{}} {
+			if err := env.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
+				return fx.Reason(err)
+			}
+			if n := meta.LenList(list); n > 0 {
+				return fmt.Sprintf("%d %T left", n, list)
 			}
 		}
 		return ""
