@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -25,7 +26,8 @@ import (
 // TestLocalMachinePool runs a MachinePool of local machines with the real
 // binary: `capstan up --cluster`, then a pool of two machines joined from
 // one KubeadmConfig, scaled 2 → 4 → 1, rolled to a new Kubernetes version
-// one machine at a time, and shown by `capstan describe cluster`.
+// one machine at a time, shown by `capstan describe cluster`, and deleted
+// with nothing left running.
 func TestLocalMachinePool(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a workload cluster of several machines")
@@ -154,4 +156,53 @@ func TestLocalMachinePool(t *testing.T) {
 		}
 	}
 	t.Logf("capstan describe cluster demo:\n%s", out)
+
+	// Deleting the pool stops its machines and leaves nothing of it.
+	lms := &localv1.LocalMachineList{}
+	if err := mc.List(ctx, lms, client.InNamespace("default"), client.MatchingLabels{clusterv1.MachinePoolNameLabel: mp.Name}); err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, lm := range lms.Items {
+		if lm.Status.Process.PID != 0 {
+			pids = append(pids, int(lm.Status.Process.PID))
+		}
+	}
+	if len(pids) != 1 {
+		t.Fatalf("pool machine processes %v, want one", pids)
+	}
+	if err := mc.Delete(ctx, mp); err != nil {
+		t.Fatal(err)
+	}
+	fixture.Eventually(t, "the pool gone with its machines", 3*time.Minute, func(context.Context) string {
+		var left []string
+		for _, obj := range []client.Object{mp, lmp, cfg} {
+			if err := mc.Get(ctx, client.ObjectKeyFromObject(obj), obj); err == nil {
+				left = append(left, fmt.Sprintf("%T %s", obj, obj.GetName()))
+			}
+		}
+		for _, list := range []client.ObjectList{&localv1.LocalMachineList{}, &clusterv1.MachineList{}} {
+			if err := mc.List(ctx, list, client.InNamespace("default"), client.MatchingLabels{clusterv1.MachinePoolNameLabel: mp.Name}); err != nil {
+				return err.Error()
+			}
+			if n := itemCount(list); n > 0 {
+				left = append(left, fmt.Sprintf("%d %T", n, list))
+			}
+		}
+		for _, pid := range pids {
+			if syscall.Kill(pid, 0) == nil {
+				left = append(left, fmt.Sprintf("process %d", pid))
+			}
+		}
+		nodes, err := wl.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		for _, n := range nodes.Items {
+			if strings.HasPrefix(n.Name, mp.Name+"-") {
+				left = append(left, "Node "+n.Name)
+			}
+		}
+		return strings.Join(left, ", ")
+	})
 }
