@@ -17,6 +17,7 @@ import (
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/drain"
+	"capstan.dev/capstan/internal/workload"
 )
 
 // How often deletion looks again at things that do not send events to the
@@ -92,7 +93,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 // and not when the Machine never got a Node.
 func (r *Reconciler) nodeAccess(ctx context.Context, s *scope) (client.Client, bool) {
 	c := s.cluster
-	if c == nil || !c.DeletionTimestamp.IsZero() || !workloadReachable(c) || r.Workload == nil {
+	if c == nil || !c.DeletionTimestamp.IsZero() || !workload.Reachable(c) || r.Workload == nil {
 		return nil, true
 	}
 	if s.machine.Status.NodeRef.Name == "" {
