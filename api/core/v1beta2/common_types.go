@@ -271,3 +271,12 @@ type MachineTaint struct {
 // have: a leading "v", then major.minor.patch, then optional pre-release or
 // build parts, for example v1.33.1 or v1.34.0-rc.1+build.5.
 const KubernetesVersionPattern = `^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)([-+][-0-9a-zA-Z_.+]*)?$`
+
+// StatusUpgradePlanVersion is one step of an upgrade plan.
+type StatusUpgradePlanVersion struct {
+	// version is the Kubernetes version of the step.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	Version string `json:"version,omitempty"`
+}

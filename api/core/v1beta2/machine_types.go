@@ -157,6 +157,14 @@ type MachineStatus struct {
 	// +optional
 	Addresses MachineAddresses `json:"addresses,omitempty"`
 
+	// failureDomain is the failure domain the Machine was actually placed
+	// in, which may differ from spec.failureDomain when the infrastructure
+	// provider chooses it.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	FailureDomain string `json:"failureDomain,omitempty"`
+
 	// phase is a one-word summary of the Machine's life cycle.
 	// +optional
 	// +kubebuilder:validation:Enum=Pending;Provisioning;Provisioned;Running;Updating;Deleting;Deleted;Failed;Unknown
@@ -217,6 +225,18 @@ type MachineDeletionStatus struct {
 	// to detach began; compared with nodeVolumeDetachTimeoutSeconds.
 	// +optional
 	WaitForNodeVolumeDetachStartTime metav1.Time `json:"waitForNodeVolumeDetachStartTime,omitempty,omitzero"`
+
+	// waitForPreDrainHookStartTime is when waiting for the pre-drain hooks
+	// (pre-drain.delete.hook.machine.cluster-api.x-k8s.io annotations) began,
+	// so that a hook that takes too long can be reported.
+	// +optional
+	WaitForPreDrainHookStartTime metav1.Time `json:"waitForPreDrainHookStartTime,omitempty,omitzero"`
+
+	// waitForPreTerminateHookStartTime is when waiting for the pre-terminate
+	// hooks (pre-terminate.delete.hook.machine.cluster-api.x-k8s.io
+	// annotations) began, so that a hook that takes too long can be reported.
+	// +optional
+	WaitForPreTerminateHookStartTime metav1.Time `json:"waitForPreTerminateHookStartTime,omitempty,omitzero"`
 }
 
 // MachinePhase is a one-word summary of a Machine's life cycle.

@@ -200,6 +200,14 @@ type MachineDeploymentStatus struct {
 	// +optional
 	UpToDateReplicas *int32 `json:"upToDateReplicas,omitempty"`
 
+	// versions counts the MachineDeployment's Machines by Kubernetes version.
+	// +optional
+	// +listType=map
+	// +listMapKey=version
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=100
+	Versions []StatusVersion `json:"versions,omitempty"`
+
 	// phase is a one-word summary: ScalingUp, ScalingDown, Running, Failed or Unknown.
 	// +optional
 	// +kubebuilder:validation:Enum=ScalingUp;ScalingDown;Running;Failed;Unknown

@@ -135,6 +135,14 @@ type MachineSetStatus struct {
 	// +optional
 	UpToDateReplicas *int32 `json:"upToDateReplicas,omitempty"`
 
+	// versions counts the MachineSet's Machines by Kubernetes version.
+	// +optional
+	// +listType=map
+	// +listMapKey=version
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=100
+	Versions []StatusVersion `json:"versions,omitempty"`
+
 	// observedGeneration is the metadata.generation this status reflects.
 	// +optional
 	// +kubebuilder:validation:Minimum=1

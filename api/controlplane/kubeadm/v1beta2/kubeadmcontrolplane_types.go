@@ -247,6 +247,16 @@ type KubeadmControlPlaneMachineTemplateSpec struct {
 	// deleted.
 	// +optional
 	Deletion KubeadmControlPlaneMachineTemplateDeletionSpec `json:"deletion,omitempty,omitzero"`
+
+	// taints are the Node taints the control plane Machines get, copied to
+	// each Machine's spec.taints.
+	// +optional
+	// +listType=map
+	// +listMapKey=key
+	// +listMapKey=effect
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	Taints []clusterv1.MachineTaint `json:"taints,omitempty"`
 }
 
 // KubeadmControlPlaneMachineTemplateDeletionSpec holds the timeouts used when
@@ -423,6 +433,14 @@ type KubeadmControlPlaneStatus struct {
 	// condition is True.
 	// +optional
 	UpToDateReplicas *int32 `json:"upToDateReplicas,omitempty"`
+
+	// versions counts the KubeadmControlPlane's Machines by Kubernetes version.
+	// +optional
+	// +listType=map
+	// +listMapKey=version
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=100
+	Versions []clusterv1.StatusVersion `json:"versions,omitempty"`
 
 	// version is the lowest Kubernetes version among the control plane
 	// Machines.
