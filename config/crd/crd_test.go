@@ -24,6 +24,7 @@ var contractShape = map[string]struct {
 	noSelector bool
 }{
 	"clusters.cluster.x-k8s.io":                                  {shortNames: []string{"cl"}},
+	"clusterclasses.cluster.x-k8s.io":                            {shortNames: []string{"cc"}},
 	"machines.cluster.x-k8s.io":                                  {shortNames: []string{"ma"}},
 	"machinesets.cluster.x-k8s.io":                               {shortNames: []string{"ms"}, scale: true},
 	"machinedeployments.cluster.x-k8s.io":                        {shortNames: []string{"md"}, scale: true},

@@ -22,6 +22,7 @@ const inventoryCRD = "providers.clusterctl.cluster.x-k8s.io"
 // each CRD when installing the provider it belongs to.
 var providerOf = map[string]string{
 	"clusters.cluster.x-k8s.io":                                  "cluster-api",
+	"clusterclasses.cluster.x-k8s.io":                            "cluster-api",
 	"machines.cluster.x-k8s.io":                                  "cluster-api",
 	"machinesets.cluster.x-k8s.io":                               "cluster-api",
 	"machinedeployments.cluster.x-k8s.io":                        "cluster-api",

@@ -619,10 +619,13 @@ type MachinePoolClassNamingSpec struct {
 
 // ClusterClassVariable declares one variable of a ClusterClass.
 type ClusterClassVariable struct {
-	// name of the variable; the name "builtin" is reserved.
+	// name of the variable; the name "builtin" is reserved and a name may
+	// not contain a dot (dots select fields inside a variable's value).
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:XValidation:rule="self != 'builtin'",message="name \"builtin\" is reserved for the variables Cluster API provides: choose another variable name"
+	// +kubebuilder:validation:XValidation:rule="!self.contains('.')",message="a variable name may not contain \".\" (dots select fields inside a value): choose a name without dots"
 	Name string `json:"name,omitempty"`
 
 	// required makes a Cluster of this class set the variable. A variable
@@ -886,11 +889,13 @@ const (
 
 // ClusterClassPatch changes generated objects: inline JSON patches or a
 // runtime extension that computes them.
+// +kubebuilder:validation:XValidation:rule="has(self.definitions) != has(self.external)",message="a patch needs exactly one of definitions (inline JSON patches) and external (a runtime extension): set one and remove the other"
 type ClusterClassPatch struct {
-	// name of the patch, unique in the class.
+	// name of the patch, unique in the class; "inline" is reserved.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:XValidation:rule="self != 'inline'",message="patch name \"inline\" is reserved for the class's own variable definitions: choose another patch name"
 	Name string `json:"name,omitempty"`
 
 	// description of the patch, for people.
@@ -1060,6 +1065,7 @@ type JSONPatchValue struct {
 
 // ExternalPatchDefinition names the runtime extension handlers of an
 // external patch.
+// +kubebuilder:validation:XValidation:rule="has(self.generatePatchesExtension) || has(self.validateTopologyExtension)",message="an external patch needs generatePatchesExtension, validateTopologyExtension or both: name at least one handler"
 type ExternalPatchDefinition struct {
 	// generatePatchesExtension is the handler that computes patches.
 	// +optional
