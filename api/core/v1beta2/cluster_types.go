@@ -770,6 +770,11 @@ type ClusterStatus struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// deprecated holds status fields of older API versions; Capstan does
+	// not write them.
+	// +optional
+	Deprecated *ClusterDeprecatedStatus `json:"deprecated,omitempty"`
 }
 
 // ClusterInitializationStatus records the one-way steps of bringing a Cluster

@@ -1185,6 +1185,11 @@ type ClusterClassStatus struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// deprecated holds status fields of older API versions; Capstan does
+	// not write them.
+	// +optional
+	Deprecated *ClusterClassDeprecatedStatus `json:"deprecated,omitempty"`
 }
 
 // ClusterClassStatusVariable is one variable and its definitions.

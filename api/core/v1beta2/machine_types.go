@@ -184,6 +184,11 @@ type MachineStatus struct {
 	// once draining or waiting for volumes has started.
 	// +optional
 	Deletion *MachineDeletionStatus `json:"deletion,omitempty"`
+
+	// deprecated holds status fields of older API versions; Capstan does
+	// not write them.
+	// +optional
+	Deprecated *MachineDeprecatedStatus `json:"deprecated,omitempty"`
 }
 
 // MachineNodeReference names the Node that runs on a Machine.

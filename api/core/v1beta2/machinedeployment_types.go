@@ -212,6 +212,11 @@ type MachineDeploymentStatus struct {
 	// +optional
 	// +kubebuilder:validation:Enum=ScalingUp;ScalingDown;Running;Failed;Unknown
 	Phase string `json:"phase,omitempty"`
+
+	// deprecated holds status fields of older API versions; Capstan does
+	// not write them.
+	// +optional
+	Deprecated *MachineDeploymentDeprecatedStatus `json:"deprecated,omitempty"`
 }
 
 // MachineDeploymentPhase is a one-word summary of a MachineDeployment's state.

@@ -147,6 +147,11 @@ type MachineSetStatus struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// deprecated holds status fields of older API versions; Capstan does
+	// not write them.
+	// +optional
+	Deprecated *MachineSetDeprecatedStatus `json:"deprecated,omitempty"`
 }
 
 // A note on the CEL rules that compare the selector with the template labels

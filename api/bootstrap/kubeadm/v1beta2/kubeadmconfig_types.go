@@ -2,6 +2,8 @@ package v1beta2
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 )
 
 // Format is the format of the bootstrap data a KubeadmConfig produces.
@@ -173,6 +175,39 @@ type KubeadmConfigStatus struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// deprecated holds status fields of older API versions; Capstan does
+	// not write them.
+	// +optional
+	Deprecated *KubeadmConfigDeprecatedStatus `json:"deprecated,omitempty"`
+}
+
+// KubeadmConfigDeprecatedStatus holds a KubeadmConfig's status fields from
+// older API versions, kept for objects converted from them.
+type KubeadmConfigDeprecatedStatus struct {
+	// v1beta1 holds the fields v1beta1 had.
+	// +optional
+	V1Beta1 *KubeadmConfigV1Beta1DeprecatedStatus `json:"v1beta1,omitempty"`
+}
+
+// KubeadmConfigV1Beta1DeprecatedStatus is a KubeadmConfig's v1beta1 status
+// remainder.
+type KubeadmConfigV1Beta1DeprecatedStatus struct {
+	// conditions in the v1beta1 shape.
+	// +optional
+	Conditions clusterv1.V1Beta1Conditions `json:"conditions,omitempty"`
+
+	// failureReason was a terse word for a fatal problem.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	FailureReason string `json:"failureReason,omitempty"`
+
+	// failureMessage was the explanation of a fatal problem.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=10240
+	FailureMessage string `json:"failureMessage,omitempty"`
 }
 
 // KubeadmConfigInitializationStatus reports the first provisioning of the

@@ -457,6 +457,50 @@ type KubeadmControlPlaneStatus struct {
 	// lastRemediation records the most recent remediation.
 	// +optional
 	LastRemediation LastRemediationStatus `json:"lastRemediation,omitempty,omitzero"`
+
+	// deprecated holds status fields of older API versions; Capstan does
+	// not write them.
+	// +optional
+	Deprecated *KubeadmControlPlaneDeprecatedStatus `json:"deprecated,omitempty"`
+}
+
+// KubeadmControlPlaneDeprecatedStatus holds a KubeadmControlPlane's status
+// fields from older API versions, kept for objects converted from them.
+type KubeadmControlPlaneDeprecatedStatus struct {
+	// v1beta1 holds the fields v1beta1 had.
+	// +optional
+	V1Beta1 *KubeadmControlPlaneV1Beta1DeprecatedStatus `json:"v1beta1,omitempty"`
+}
+
+// KubeadmControlPlaneV1Beta1DeprecatedStatus is a KubeadmControlPlane's
+// v1beta1 status remainder.
+type KubeadmControlPlaneV1Beta1DeprecatedStatus struct {
+	// conditions in the v1beta1 shape.
+	// +optional
+	Conditions clusterv1.V1Beta1Conditions `json:"conditions,omitempty"`
+
+	// failureReason was a terse word for a fatal problem.
+	// +optional
+	FailureReason string `json:"failureReason,omitempty"`
+
+	// failureMessage was the explanation of a fatal problem.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=10240
+	FailureMessage *string `json:"failureMessage,omitempty"`
+
+	// updatedReplicas counted the Machines at the current spec.
+	// +optional
+	UpdatedReplicas int32 `json:"updatedReplicas"`
+
+	// readyReplicas counted the Machines with a Ready Node.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas"`
+
+	// unavailableReplicas counted the Machines still needed for the desired
+	// count to be available.
+	// +optional
+	UnavailableReplicas int32 `json:"unavailableReplicas"`
 }
 
 // KubeadmControlPlaneInitializationStatus reports the steps of bringing up
