@@ -199,12 +199,16 @@ func TestMachineLifecycle(t *testing.T) {
 	if err := provider.SetStatus(ctx, mgmt.Client, infra, map[string]any{
 		"initialization": map[string]any{"provisioned": true},
 		"addresses":      []any{map[string]any{"type": "InternalIP", "address": "10.1.2.3"}},
+		"failureDomain":  "fd-b",
 	}); err != nil {
 		t.Fatal(err)
 	}
 	machineCheck(t, key, func(m *clusterv1.Machine) string {
 		if m.Spec.ProviderID != providerID || len(m.Status.Addresses) != 1 {
 			return fmt.Sprintf("providerID %q addresses %+v", m.Spec.ProviderID, m.Status.Addresses)
+		}
+		if m.Status.FailureDomain != "fd-b" {
+			return "status.failureDomain " + m.Status.FailureDomain
 		}
 		if m.Status.Phase != string(clusterv1.MachinePhaseProvisioned) {
 			return "phase " + m.Status.Phase
