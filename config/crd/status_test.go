@@ -2,8 +2,6 @@ package crd_test
 
 import (
 	"context"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -20,39 +18,30 @@ const minStatus = 5
 // must read back unchanged, so that a field the schema lacks (and prunes)
 // fails here rather than vanishing from a controller's write.
 func TestCorpusStatusIsStoredUnchanged(t *testing.T) {
-	files := loadCorpus(t, "status")
-	if len(files) < minStatus {
-		t.Errorf("status corpus has %d manifests, want at least %d", len(files), minStatus)
-	}
-	for _, f := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(f.path), ".yaml"), func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			ns := env.Namespace(t)
-			for _, doc := range f.docs {
-				doc.SetNamespace(ns)
-				status, hasStatus := doc.Object["status"]
-				if !hasStatus {
-					t.Fatalf("%s %s has no status: the status corpus is for status fields", doc.GetKind(), doc.GetName())
-				}
-				obj := doc.DeepCopy()
-				delete(obj.Object, "status")
-				if err := env.Client.Create(ctx, obj); err != nil {
-					t.Fatalf("%s %s was refused: %v", doc.GetKind(), doc.GetName(), err)
-				}
-				obj.Object["status"] = status
-				if err := env.Client.Status().Update(ctx, obj); err != nil {
-					t.Fatalf("status of %s %s was refused: %v", doc.GetKind(), doc.GetName(), err)
-				}
-				got := &unstructured.Unstructured{}
-				got.SetGroupVersionKind(doc.GroupVersionKind())
-				if err := env.Client.Get(ctx, client.ObjectKeyFromObject(doc), got); err != nil {
-					t.Fatal(err)
-				}
-				for _, d := range subsetDiff(".status", status, got.Object["status"]) {
-					t.Errorf("%s %s: %s", doc.GetKind(), doc.GetName(), d)
-				}
+	eachCorpusFile(t, "status", minStatus, func(t *testing.T, ctx context.Context, ns string, f corpusFile) {
+		for _, doc := range f.docs {
+			doc.SetNamespace(ns)
+			status, hasStatus := doc.Object["status"]
+			if !hasStatus {
+				t.Fatalf("%s %s has no status: the status corpus is for status fields", doc.GetKind(), doc.GetName())
 			}
-		})
-	}
+			obj := doc.DeepCopy()
+			delete(obj.Object, "status")
+			if err := env.Client.Create(ctx, obj); err != nil {
+				t.Fatalf("%s %s was refused: %v", doc.GetKind(), doc.GetName(), err)
+			}
+			obj.Object["status"] = status
+			if err := env.Client.Status().Update(ctx, obj); err != nil {
+				t.Fatalf("status of %s %s was refused: %v", doc.GetKind(), doc.GetName(), err)
+			}
+			got := &unstructured.Unstructured{}
+			got.SetGroupVersionKind(doc.GroupVersionKind())
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(doc), got); err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range subsetDiff(".status", status, got.Object["status"]) {
+				t.Errorf("%s %s: %s", doc.GetKind(), doc.GetName(), d)
+			}
+		}
+	})
 }

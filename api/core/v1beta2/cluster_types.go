@@ -774,7 +774,7 @@ type ClusterStatus struct {
 	// deprecated holds status fields of older API versions; Capstan does
 	// not write them.
 	// +optional
-	Deprecated *ClusterDeprecatedStatus `json:"deprecated,omitempty"`
+	Deprecated *DeprecatedFailureStatus `json:"deprecated,omitempty"`
 }
 
 // ClusterInitializationStatus records the one-way steps of bringing a Cluster

@@ -4,7 +4,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // ClusterClassKind is the kind name of ClusterClass.
@@ -136,7 +135,7 @@ type ControlPlaneClass struct {
 	// deletion holds the default timeouts used when control plane Machines
 	// are deleted.
 	// +optional
-	Deletion ControlPlaneClassMachineDeletionSpec `json:"deletion,omitempty,omitzero"`
+	Deletion ControlPlaneTopologyMachineDeletionSpec `json:"deletion,omitempty,omitzero"`
 
 	// taints are the default Node taints of control plane Machines.
 	// +optional
@@ -162,99 +161,16 @@ type ControlPlaneClass struct {
 type ControlPlaneClassHealthCheck struct {
 	// checks say when a control plane Machine is unhealthy.
 	// +optional
-	Checks ControlPlaneClassHealthCheckChecks `json:"checks,omitempty,omitzero"`
+	Checks ControlPlaneTopologyHealthCheckChecks `json:"checks,omitempty,omitzero"`
 
 	// remediation says what to do about unhealthy control plane Machines.
 	// +optional
-	Remediation ControlPlaneClassHealthCheckRemediation `json:"remediation,omitempty,omitzero"`
+	Remediation ControlPlaneTopologyHealthCheckRemediation `json:"remediation,omitempty,omitzero"`
 }
 
 // IsDefined tells whether any part of the health check is set.
 func (h *ControlPlaneClassHealthCheck) IsDefined() bool {
-	return h != nil && (h.Checks.NodeStartupTimeoutSeconds != nil || len(h.Checks.UnhealthyNodeConditions) != 0 ||
-		len(h.Checks.UnhealthyMachineConditions) != 0 || h.Remediation.TriggerIf.UnhealthyLessThanOrEqualTo != nil ||
-		h.Remediation.TriggerIf.UnhealthyInRange != "" || h.Remediation.TemplateRef.Name != "")
-}
-
-// ControlPlaneClassHealthCheckChecks are the conditions that make a control
-// plane Machine unhealthy.
-// +kubebuilder:validation:MinProperties=1
-type ControlPlaneClassHealthCheckChecks struct {
-	// nodeStartupTimeoutSeconds is how long a Machine may go without a Node
-	// before it counts as unhealthy.
-	// +optional
-	// +kubebuilder:validation:Minimum=0
-	NodeStartupTimeoutSeconds *int32 `json:"nodeStartupTimeoutSeconds,omitempty"`
-
-	// unhealthyNodeConditions are Node conditions that, held long enough,
-	// make the Machine unhealthy.
-	// +optional
-	// +listType=atomic
-	// +kubebuilder:validation:MinItems=1
-	// +kubebuilder:validation:MaxItems=100
-	UnhealthyNodeConditions []UnhealthyNodeCondition `json:"unhealthyNodeConditions,omitempty"`
-
-	// unhealthyMachineConditions are Machine conditions that, held long
-	// enough, make the Machine unhealthy.
-	// +optional
-	// +listType=atomic
-	// +kubebuilder:validation:MinItems=1
-	// +kubebuilder:validation:MaxItems=100
-	UnhealthyMachineConditions []UnhealthyMachineCondition `json:"unhealthyMachineConditions,omitempty"`
-}
-
-// ControlPlaneClassHealthCheckRemediation is what to do about unhealthy
-// control plane Machines.
-// +kubebuilder:validation:MinProperties=1
-type ControlPlaneClassHealthCheckRemediation struct {
-	// triggerIf limits remediation to when few enough Machines are unhealthy.
-	// +optional
-	TriggerIf ControlPlaneClassHealthCheckRemediationTriggerIf `json:"triggerIf,omitempty,omitzero"`
-
-	// templateRef points at an external remediation template; unset, the
-	// control plane provider remediates.
-	// +optional
-	TemplateRef MachineHealthCheckRemediationTemplateReference `json:"templateRef,omitempty,omitzero"`
-}
-
-// ControlPlaneClassHealthCheckRemediationTriggerIf bounds when remediation runs.
-// +kubebuilder:validation:MinProperties=1
-type ControlPlaneClassHealthCheckRemediationTriggerIf struct {
-	// unhealthyLessThanOrEqualTo allows remediation only while at most this
-	// many (or this percentage of) Machines are unhealthy.
-	// +optional
-	UnhealthyLessThanOrEqualTo *intstr.IntOrString `json:"unhealthyLessThanOrEqualTo,omitempty"`
-
-	// unhealthyInRange allows remediation only while the number of unhealthy
-	// Machines is within a range written "[min-max]", for example "[3-5]".
-	// +optional
-	// +kubebuilder:validation:Pattern=^\[[0-9]+-[0-9]+\]$
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=32
-	UnhealthyInRange string `json:"unhealthyInRange,omitempty"`
-}
-
-// ControlPlaneClassMachineDeletionSpec holds the default timeouts used when
-// control plane Machines are deleted.
-// +kubebuilder:validation:MinProperties=1
-type ControlPlaneClassMachineDeletionSpec struct {
-	// nodeDrainTimeoutSeconds caps the time spent draining a Node; 0 waits
-	// for ever.
-	// +optional
-	// +kubebuilder:validation:Minimum=0
-	NodeDrainTimeoutSeconds *int32 `json:"nodeDrainTimeoutSeconds,omitempty"`
-
-	// nodeVolumeDetachTimeoutSeconds caps the wait for volumes to detach; 0
-	// waits for ever.
-	// +optional
-	// +kubebuilder:validation:Minimum=0
-	NodeVolumeDetachTimeoutSeconds *int32 `json:"nodeVolumeDetachTimeoutSeconds,omitempty"`
-
-	// nodeDeletionTimeoutSeconds caps the retries to delete the Node once the
-	// machine is gone; 0 retries for ever.
-	// +optional
-	// +kubebuilder:validation:Minimum=0
-	NodeDeletionTimeoutSeconds *int32 `json:"nodeDeletionTimeoutSeconds,omitempty"`
+	return h != nil && (&ControlPlaneTopologyHealthCheck{Checks: h.Checks, Remediation: h.Remediation}).IsDefined()
 }
 
 // ControlPlaneClassNamingSpec shapes the control plane object's name.
@@ -339,7 +255,7 @@ type MachineDeploymentClass struct {
 
 	// deletion holds the default deletion order and timeouts.
 	// +optional
-	Deletion MachineDeploymentClassMachineDeletionSpec `json:"deletion,omitempty,omitzero"`
+	Deletion MachineDeploymentTopologyMachineDeletionSpec `json:"deletion,omitempty,omitzero"`
 
 	// taints are the default Node taints of the Machines.
 	// +optional
@@ -375,110 +291,16 @@ type MachineDeploymentClass struct {
 type MachineDeploymentClassHealthCheck struct {
 	// checks say when a Machine is unhealthy.
 	// +optional
-	Checks MachineDeploymentClassHealthCheckChecks `json:"checks,omitempty,omitzero"`
+	Checks MachineDeploymentTopologyHealthCheckChecks `json:"checks,omitempty,omitzero"`
 
 	// remediation says what to do about unhealthy Machines.
 	// +optional
-	Remediation MachineDeploymentClassHealthCheckRemediation `json:"remediation,omitempty,omitzero"`
+	Remediation MachineDeploymentTopologyHealthCheckRemediation `json:"remediation,omitempty,omitzero"`
 }
 
 // IsDefined tells whether any part of the health check is set.
 func (h *MachineDeploymentClassHealthCheck) IsDefined() bool {
-	return h != nil && (h.Checks.NodeStartupTimeoutSeconds != nil || len(h.Checks.UnhealthyNodeConditions) != 0 ||
-		len(h.Checks.UnhealthyMachineConditions) != 0 || h.Remediation.MaxInFlight != nil ||
-		h.Remediation.TriggerIf.UnhealthyLessThanOrEqualTo != nil || h.Remediation.TriggerIf.UnhealthyInRange != "" ||
-		h.Remediation.TemplateRef.Name != "")
-}
-
-// MachineDeploymentClassHealthCheckChecks are the conditions that make a
-// worker Machine unhealthy.
-// +kubebuilder:validation:MinProperties=1
-type MachineDeploymentClassHealthCheckChecks struct {
-	// nodeStartupTimeoutSeconds is how long a Machine may go without a Node
-	// before it counts as unhealthy.
-	// +optional
-	// +kubebuilder:validation:Minimum=0
-	NodeStartupTimeoutSeconds *int32 `json:"nodeStartupTimeoutSeconds,omitempty"`
-
-	// unhealthyNodeConditions are Node conditions that, held long enough,
-	// make the Machine unhealthy.
-	// +optional
-	// +listType=atomic
-	// +kubebuilder:validation:MinItems=1
-	// +kubebuilder:validation:MaxItems=100
-	UnhealthyNodeConditions []UnhealthyNodeCondition `json:"unhealthyNodeConditions,omitempty"`
-
-	// unhealthyMachineConditions are Machine conditions that, held long
-	// enough, make the Machine unhealthy.
-	// +optional
-	// +listType=atomic
-	// +kubebuilder:validation:MinItems=1
-	// +kubebuilder:validation:MaxItems=100
-	UnhealthyMachineConditions []UnhealthyMachineCondition `json:"unhealthyMachineConditions,omitempty"`
-}
-
-// MachineDeploymentClassHealthCheckRemediation is what to do about unhealthy
-// worker Machines.
-// +kubebuilder:validation:MinProperties=1
-type MachineDeploymentClassHealthCheckRemediation struct {
-	// maxInFlight caps how many Machines are remediated at once, as a
-	// number or a percentage.
-	// +optional
-	MaxInFlight *intstr.IntOrString `json:"maxInFlight,omitempty"`
-
-	// triggerIf limits remediation to when few enough Machines are unhealthy.
-	// +optional
-	TriggerIf MachineDeploymentClassHealthCheckRemediationTriggerIf `json:"triggerIf,omitempty,omitzero"`
-
-	// templateRef points at an external remediation template; unset, the
-	// owning MachineSet replaces the Machine.
-	// +optional
-	TemplateRef MachineHealthCheckRemediationTemplateReference `json:"templateRef,omitempty,omitzero"`
-}
-
-// MachineDeploymentClassHealthCheckRemediationTriggerIf bounds when
-// remediation runs.
-// +kubebuilder:validation:MinProperties=1
-type MachineDeploymentClassHealthCheckRemediationTriggerIf struct {
-	// unhealthyLessThanOrEqualTo allows remediation only while at most this
-	// many (or this percentage of) Machines are unhealthy.
-	// +optional
-	UnhealthyLessThanOrEqualTo *intstr.IntOrString `json:"unhealthyLessThanOrEqualTo,omitempty"`
-
-	// unhealthyInRange allows remediation only while the number of unhealthy
-	// Machines is within a range written "[min-max]", for example "[3-5]".
-	// +optional
-	// +kubebuilder:validation:Pattern=^\[[0-9]+-[0-9]+\]$
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=32
-	UnhealthyInRange string `json:"unhealthyInRange,omitempty"`
-}
-
-// MachineDeploymentClassMachineDeletionSpec holds a worker class's default
-// deletion order and timeouts.
-// +kubebuilder:validation:MinProperties=1
-type MachineDeploymentClassMachineDeletionSpec struct {
-	// order picks which Machines go first when scaling down.
-	// +optional
-	Order MachineSetDeletionOrder `json:"order,omitempty"`
-
-	// nodeDrainTimeoutSeconds caps the time spent draining a Node; 0 waits
-	// for ever.
-	// +optional
-	// +kubebuilder:validation:Minimum=0
-	NodeDrainTimeoutSeconds *int32 `json:"nodeDrainTimeoutSeconds,omitempty"`
-
-	// nodeVolumeDetachTimeoutSeconds caps the wait for volumes to detach; 0
-	// waits for ever.
-	// +optional
-	// +kubebuilder:validation:Minimum=0
-	NodeVolumeDetachTimeoutSeconds *int32 `json:"nodeVolumeDetachTimeoutSeconds,omitempty"`
-
-	// nodeDeletionTimeoutSeconds caps the retries to delete the Node once the
-	// machine is gone; 0 retries for ever.
-	// +optional
-	// +kubebuilder:validation:Minimum=0
-	NodeDeletionTimeoutSeconds *int32 `json:"nodeDeletionTimeoutSeconds,omitempty"`
+	return h != nil && (&MachineDeploymentTopologyHealthCheck{Checks: h.Checks, Remediation: h.Remediation}).IsDefined()
 }
 
 // MachineDeploymentClassNamingSpec shapes a generated MachineDeployment's name.
@@ -498,33 +320,7 @@ type MachineDeploymentClassNamingSpec struct {
 type MachineDeploymentClassRolloutSpec struct {
 	// strategy is how old Machines are replaced by new ones.
 	// +optional
-	Strategy MachineDeploymentClassRolloutStrategy `json:"strategy,omitempty,omitzero"`
-}
-
-// MachineDeploymentClassRolloutStrategy is a rollout strategy.
-// +kubebuilder:validation:MinProperties=1
-type MachineDeploymentClassRolloutStrategy struct {
-	// type is RollingUpdate or OnDelete.
-	// +required
-	Type MachineDeploymentRolloutStrategyType `json:"type,omitempty"`
-
-	// rollingUpdate tunes a RollingUpdate.
-	// +optional
-	RollingUpdate MachineDeploymentClassRolloutStrategyRollingUpdate `json:"rollingUpdate,omitempty,omitzero"`
-}
-
-// MachineDeploymentClassRolloutStrategyRollingUpdate tunes a rolling update.
-// +kubebuilder:validation:MinProperties=1
-type MachineDeploymentClassRolloutStrategyRollingUpdate struct {
-	// maxUnavailable is how many Machines may be unavailable during the
-	// update, as a number or a percentage.
-	// +optional
-	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
-
-	// maxSurge is how many Machines may exist above the desired count
-	// during the update, as a number or a percentage.
-	// +optional
-	MaxSurge *intstr.IntOrString `json:"maxSurge,omitempty"`
+	Strategy MachineDeploymentTopologyRolloutStrategy `json:"strategy,omitempty,omitzero"`
 }
 
 // MachinePoolClass is one kind of worker MachinePool: its templates and the
@@ -564,7 +360,7 @@ type MachinePoolClass struct {
 	// deletion holds the default timeouts used when the pool's Machines are
 	// deleted.
 	// +optional
-	Deletion MachinePoolClassMachineDeletionSpec `json:"deletion,omitempty,omitzero"`
+	Deletion MachinePoolTopologyMachineDeletionSpec `json:"deletion,omitempty,omitzero"`
 
 	// taints are the default Node taints of the pool's Machines.
 	// +optional
@@ -580,29 +376,6 @@ type MachinePoolClass struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	MinReadySeconds *int32 `json:"minReadySeconds,omitempty"`
-}
-
-// MachinePoolClassMachineDeletionSpec holds a pool class's default deletion
-// timeouts.
-// +kubebuilder:validation:MinProperties=1
-type MachinePoolClassMachineDeletionSpec struct {
-	// nodeDrainTimeoutSeconds caps the time spent draining a Node; 0 waits
-	// for ever.
-	// +optional
-	// +kubebuilder:validation:Minimum=0
-	NodeDrainTimeoutSeconds *int32 `json:"nodeDrainTimeoutSeconds,omitempty"`
-
-	// nodeVolumeDetachTimeoutSeconds caps the wait for volumes to detach; 0
-	// waits for ever.
-	// +optional
-	// +kubebuilder:validation:Minimum=0
-	NodeVolumeDetachTimeoutSeconds *int32 `json:"nodeVolumeDetachTimeoutSeconds,omitempty"`
-
-	// nodeDeletionTimeoutSeconds caps the retries to delete the Node once the
-	// machine is gone; 0 retries for ever.
-	// +optional
-	// +kubebuilder:validation:Minimum=0
-	NodeDeletionTimeoutSeconds *int32 `json:"nodeDeletionTimeoutSeconds,omitempty"`
 }
 
 // MachinePoolClassNamingSpec shapes a generated MachinePool's name.
@@ -1189,7 +962,7 @@ type ClusterClassStatus struct {
 	// deprecated holds status fields of older API versions; Capstan does
 	// not write them.
 	// +optional
-	Deprecated *ClusterClassDeprecatedStatus `json:"deprecated,omitempty"`
+	Deprecated *DeprecatedConditionsStatus `json:"deprecated,omitempty"`
 }
 
 // ClusterClassStatusVariable is one variable and its definitions.

@@ -188,7 +188,7 @@ type MachineStatus struct {
 	// deprecated holds status fields of older API versions; Capstan does
 	// not write them.
 	// +optional
-	Deprecated *MachineDeprecatedStatus `json:"deprecated,omitempty"`
+	Deprecated *DeprecatedFailureStatus `json:"deprecated,omitempty"`
 }
 
 // MachineNodeReference names the Node that runs on a Machine.

@@ -233,7 +233,7 @@ type MachineHealthCheckStatus struct {
 	// deprecated holds status fields of older API versions; Capstan does
 	// not write them.
 	// +optional
-	Deprecated *MachineHealthCheckDeprecatedStatus `json:"deprecated,omitempty"`
+	Deprecated *DeprecatedConditionsStatus `json:"deprecated,omitempty"`
 }
 
 // MachineHealthCheck watches a set of Machines and has the unhealthy ones

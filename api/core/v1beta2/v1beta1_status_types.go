@@ -49,54 +49,32 @@ type V1Beta1Condition struct {
 // V1Beta1Conditions is a list of v1beta1 conditions.
 type V1Beta1Conditions []V1Beta1Condition
 
-// ClusterDeprecatedStatus holds a Cluster's status fields from older API versions.
-type ClusterDeprecatedStatus struct {
+// DeprecatedConditionsStatus holds the v1beta1 status remainder of a kind
+// whose v1beta1 status had only conditions (ClusterClass, MachineHealthCheck).
+type DeprecatedConditionsStatus struct {
 	// v1beta1 holds the fields v1beta1 had.
 	// +optional
-	V1Beta1 *ClusterV1Beta1DeprecatedStatus `json:"v1beta1,omitempty"`
+	V1Beta1 *V1Beta1ConditionsStatus `json:"v1beta1,omitempty"`
 }
 
-// ClusterV1Beta1DeprecatedStatus is a Cluster's v1beta1 status remainder.
-type ClusterV1Beta1DeprecatedStatus struct {
-	// conditions in the v1beta1 shape.
-	// +optional
-	Conditions V1Beta1Conditions `json:"conditions,omitempty"`
-
-	// failureReason was a terse word for a fatal problem.
-	// +optional
-	FailureReason *string `json:"failureReason,omitempty"`
-
-	// failureMessage was the explanation of a fatal problem.
-	// +optional
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=10240
-	FailureMessage *string `json:"failureMessage,omitempty"`
-}
-
-// ClusterClassDeprecatedStatus holds a ClusterClass's status fields from
-// older API versions.
-type ClusterClassDeprecatedStatus struct {
-	// v1beta1 holds the fields v1beta1 had.
-	// +optional
-	V1Beta1 *ClusterClassV1Beta1DeprecatedStatus `json:"v1beta1,omitempty"`
-}
-
-// ClusterClassV1Beta1DeprecatedStatus is a ClusterClass's v1beta1 status remainder.
-type ClusterClassV1Beta1DeprecatedStatus struct {
+// V1Beta1ConditionsStatus is a v1beta1 status that had only conditions.
+type V1Beta1ConditionsStatus struct {
 	// conditions in the v1beta1 shape.
 	// +optional
 	Conditions V1Beta1Conditions `json:"conditions,omitempty"`
 }
 
-// MachineDeprecatedStatus holds a Machine's status fields from older API versions.
-type MachineDeprecatedStatus struct {
+// DeprecatedFailureStatus holds the v1beta1 status remainder of a kind whose
+// v1beta1 status had conditions and failure fields (Cluster, Machine).
+type DeprecatedFailureStatus struct {
 	// v1beta1 holds the fields v1beta1 had.
 	// +optional
-	V1Beta1 *MachineV1Beta1DeprecatedStatus `json:"v1beta1,omitempty"`
+	V1Beta1 *V1Beta1FailureStatus `json:"v1beta1,omitempty"`
 }
 
-// MachineV1Beta1DeprecatedStatus is a Machine's v1beta1 status remainder.
-type MachineV1Beta1DeprecatedStatus struct {
+// V1Beta1FailureStatus is a v1beta1 status with conditions and the failure
+// fields that reported a fatal problem.
+type V1Beta1FailureStatus struct {
 	// conditions in the v1beta1 shape.
 	// +optional
 	Conditions V1Beta1Conditions `json:"conditions,omitempty"`
@@ -122,19 +100,7 @@ type MachineSetDeprecatedStatus struct {
 
 // MachineSetV1Beta1DeprecatedStatus is a MachineSet's v1beta1 status remainder.
 type MachineSetV1Beta1DeprecatedStatus struct {
-	// conditions in the v1beta1 shape.
-	// +optional
-	Conditions V1Beta1Conditions `json:"conditions,omitempty"`
-
-	// failureReason was a terse word for a fatal problem.
-	// +optional
-	FailureReason *string `json:"failureReason,omitempty"`
-
-	// failureMessage was the explanation of a fatal problem.
-	// +optional
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=10240
-	FailureMessage *string `json:"failureMessage,omitempty"`
+	V1Beta1FailureStatus `json:",inline"`
 
 	// fullyLabeledReplicas counted the Machines whose labels matched the template's.
 	// +optional
@@ -160,9 +126,7 @@ type MachineDeploymentDeprecatedStatus struct {
 // MachineDeploymentV1Beta1DeprecatedStatus is a MachineDeployment's v1beta1
 // status remainder.
 type MachineDeploymentV1Beta1DeprecatedStatus struct {
-	// conditions in the v1beta1 shape.
-	// +optional
-	Conditions V1Beta1Conditions `json:"conditions,omitempty"`
+	V1Beta1ConditionsStatus `json:",inline"`
 
 	// updatedReplicas counted the Machines made from the current template.
 	// +optional
@@ -192,19 +156,7 @@ type MachinePoolDeprecatedStatus struct {
 
 // MachinePoolV1Beta1DeprecatedStatus is a MachinePool's v1beta1 status remainder.
 type MachinePoolV1Beta1DeprecatedStatus struct {
-	// conditions in the v1beta1 shape.
-	// +optional
-	Conditions V1Beta1Conditions `json:"conditions,omitempty"`
-
-	// failureReason was a terse word for a fatal problem.
-	// +optional
-	FailureReason *string `json:"failureReason,omitempty"`
-
-	// failureMessage was the explanation of a fatal problem.
-	// +optional
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=10240
-	FailureMessage *string `json:"failureMessage,omitempty"`
+	V1Beta1FailureStatus `json:",inline"`
 
 	// readyReplicas counted the pool's ready Nodes.
 	// +optional
@@ -218,20 +170,4 @@ type MachinePoolV1Beta1DeprecatedStatus struct {
 	// count to be available.
 	// +optional
 	UnavailableReplicas int32 `json:"unavailableReplicas,omitempty"`
-}
-
-// MachineHealthCheckDeprecatedStatus holds a MachineHealthCheck's status
-// fields from older API versions.
-type MachineHealthCheckDeprecatedStatus struct {
-	// v1beta1 holds the fields v1beta1 had.
-	// +optional
-	V1Beta1 *MachineHealthCheckV1Beta1DeprecatedStatus `json:"v1beta1,omitempty"`
-}
-
-// MachineHealthCheckV1Beta1DeprecatedStatus is a MachineHealthCheck's
-// v1beta1 status remainder.
-type MachineHealthCheckV1Beta1DeprecatedStatus struct {
-	// conditions in the v1beta1 shape.
-	// +optional
-	Conditions V1Beta1Conditions `json:"conditions,omitempty"`
 }

@@ -193,9 +193,7 @@ type KubeadmConfigDeprecatedStatus struct {
 // KubeadmConfigV1Beta1DeprecatedStatus is a KubeadmConfig's v1beta1 status
 // remainder.
 type KubeadmConfigV1Beta1DeprecatedStatus struct {
-	// conditions in the v1beta1 shape.
-	// +optional
-	Conditions clusterv1.V1Beta1Conditions `json:"conditions,omitempty"`
+	clusterv1.V1Beta1ConditionsStatus `json:",inline"`
 
 	// failureReason was a terse word for a fatal problem.
 	// +optional

@@ -475,19 +475,7 @@ type KubeadmControlPlaneDeprecatedStatus struct {
 // KubeadmControlPlaneV1Beta1DeprecatedStatus is a KubeadmControlPlane's
 // v1beta1 status remainder.
 type KubeadmControlPlaneV1Beta1DeprecatedStatus struct {
-	// conditions in the v1beta1 shape.
-	// +optional
-	Conditions clusterv1.V1Beta1Conditions `json:"conditions,omitempty"`
-
-	// failureReason was a terse word for a fatal problem.
-	// +optional
-	FailureReason string `json:"failureReason,omitempty"`
-
-	// failureMessage was the explanation of a fatal problem.
-	// +optional
-	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=10240
-	FailureMessage *string `json:"failureMessage,omitempty"`
+	clusterv1.V1Beta1FailureStatus `json:",inline"`
 
 	// updatedReplicas counted the Machines at the current spec.
 	// +optional
