@@ -5,7 +5,8 @@
 // (NextClusterDeletionStep), which Machines a MachineHealthCheck finds
 // unhealthy and whether it may have them remediated (DecideHealth), and
 // which objects of a Machine its owner must create after a crash between
-// creating the Machine and them (MachineObjects.ObjectsToCreate).
+// creating the Machine and them (MachineObjects.ObjectsToCreate), and how a
+// group's Machines count by Kubernetes version for its status (CountVersions).
 //
 // Nothing here does I/O, talks to an API server, or reads the clock; time,
 // when it matters, is an input. A reconciler gathers the state, asks for a

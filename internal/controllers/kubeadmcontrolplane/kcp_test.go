@@ -293,6 +293,9 @@ func TestInitJoinGatesAndDeletion(t *testing.T) {
 		if !ptr.Deref(kcp.Status.Initialization.ControlPlaneInitialized, false) {
 			return "not initialized: " + conditionMessage(kcp, controlplanev1.KubeadmControlPlaneInitializedCondition)
 		}
+		if v := kcp.Status.Versions; len(v) != 1 || v[0].Replicas != 1 {
+			return fmt.Sprintf("versions %+v, want the one Machine", v)
+		}
 		if msg := conditionMessage(kcp, controlplanev1.KubeadmControlPlaneEtcdClusterHealthyCondition); !strings.Contains(msg, "member capstan belongs to no Machine") {
 			return "EtcdClusterHealthy " + msg
 		}
