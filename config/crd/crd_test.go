@@ -52,6 +52,7 @@ var contractShape = map[string]struct {
 	"inmemorymachinepooltemplates.infrastructure.cluster.x-k8s.io": {},
 	"localmachinepools.infrastructure.cluster.x-k8s.io":            {shortNames: []string{"lmp"}},
 	"localmachinepooltemplates.infrastructure.cluster.x-k8s.io":    {},
+	"clusterclasses.cluster.x-k8s.io":                              {shortNames: []string{"cc"}},
 }
 
 func TestEmbeddedCRDsFollowTheContract(t *testing.T) {

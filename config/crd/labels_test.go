@@ -46,6 +46,7 @@ var providerOf = map[string]string{
 	"inmemorymachinepooltemplates.infrastructure.cluster.x-k8s.io": "infrastructure-inmemory",
 	"localmachinepools.infrastructure.cluster.x-k8s.io":            "infrastructure-local",
 	"localmachinepooltemplates.infrastructure.cluster.x-k8s.io":    "infrastructure-local",
+	"clusterclasses.cluster.x-k8s.io":                              "cluster-api",
 }
 
 // Every CRD of a kind that belongs to clusters carries the labels clusterctl

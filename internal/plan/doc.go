@@ -6,9 +6,10 @@
 // unhealthy and whether it may have them remediated (DecideHealth), which
 // objects of a Machine its owner must create after a crash between creating
 // the Machine and them (MachineObjects.ObjectsToCreate), which resources of
-// a ClusterResourceSet go to which Clusters (PlanAddons), and how a machine
+// a ClusterResourceSet go to which Clusters (PlanAddons), how a machine
 // pool's instances are scaled and replaced (NextPoolStep) and matched with
-// Machines (PoolMachines).
+// Machines (PoolMachines), and how a group's Machines count by Kubernetes
+// version for its status (CountVersions).
 //
 // Nothing here does I/O, talks to an API server, or reads the clock; time,
 // when it matters, is an input. A reconciler gathers the state, asks for a

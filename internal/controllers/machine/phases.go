@@ -166,6 +166,13 @@ func (r *Reconciler) reconcileInfrastructure(ctx context.Context, s *scope) (tim
 		return 0, err
 	}
 	m.Status.Addresses = addresses
+	placed, err := contract.PlacedFailureDomain(obj)
+	if err != nil {
+		return 0, err
+	}
+	if placed != "" {
+		m.Status.FailureDomain = placed
+	}
 	if m.Spec.FailureDomain == "" {
 		fd, err := contract.FailureDomain(obj)
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/conditions"
+	"capstan.dev/capstan/internal/plan"
 )
 
 // updateStatus turns what the reconcile learned into the set's status: the
@@ -27,6 +28,7 @@ func (r *Reconciler) updateStatus(s *scope) {
 		ms.Status.ReadyReplicas = ptr.To(ready)
 		ms.Status.AvailableReplicas = ptr.To(available)
 		ms.Status.UpToDateReplicas = ptr.To(upToDate)
+		ms.Status.Versions = plan.CountVersions(s.machines)
 	}
 	set := func(c metav1.Condition) { conditions.Set(ms, c) }
 	if !s.machinesRead {
