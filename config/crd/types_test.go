@@ -6,14 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
-	bootstrapv1 "capstan.dev/capstan/api/bootstrap/kubeadm/v1beta2"
-	controlplanev1 "capstan.dev/capstan/api/controlplane/kubeadm/v1beta2"
-	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
-	inmemoryv1 "capstan.dev/capstan/api/infrastructure/inmemory/v1beta2"
-	localv1 "capstan.dev/capstan/api/infrastructure/local/v1beta2"
+	capstanscheme "capstan.dev/capstan/internal/scheme"
 )
 
 // Every object of the valid and status corpora decodes strictly into
@@ -21,13 +16,7 @@ import (
 // the CRD has and the Go type lacks (or spells differently) would be lost
 // the first time a controller writes the object.
 func TestCorpusRoundTripsThroughGoTypes(t *testing.T) {
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clusterv1.AddToScheme, bootstrapv1.AddToScheme,
-		controlplanev1.AddToScheme, localv1.AddToScheme, inmemoryv1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
+	scheme := capstanscheme.New()
 	for _, dir := range []string{"valid", "status"} {
 		for _, f := range loadCorpus(t, dir) {
 			t.Run(dir+"/"+strings.TrimSuffix(filepath.Base(f.path), ".yaml"), func(t *testing.T) {
