@@ -212,11 +212,35 @@ func openStreams(conn httpstream.Connection, port int, target string) (*streamCo
 	headers.Set(corev1.StreamType, corev1.StreamTypeData)
 	dataStream, err := conn.CreateStream(headers)
 	if err != nil {
+		// The far end may refuse the port and reset the data stream
+		// before it is fully open; its reason is then on the error stream.
+		if remote := errorWithin(errorStream, time.Second); remote != nil {
+			return nil, fmt.Errorf("port-forward to %s: %w", target, remote)
+		}
 		return nil, fmt.Errorf("creating the data stream: %w", err)
 	}
 	c := &streamConn{conn: conn, data: dataStream, addr: addr(target), remoteDone: make(chan struct{})}
 	go c.readRemoteError(errorStream)
 	return c, nil
+}
+
+// errorWithin is what the far end wrote on the error stream, if it wrote
+// anything before the stream ended or wait passed.
+func errorWithin(s httpstream.Stream, wait time.Duration) error {
+	got := make(chan []byte, 1)
+	go func() {
+		msg, _ := io.ReadAll(s)
+		got <- msg
+	}()
+	select {
+	case msg := <-got:
+		if len(msg) > 0 {
+			return errors.New(string(msg))
+		}
+	case <-time.After(wait):
+		s.Reset()
+	}
+	return nil
 }
 
 // addr names a forwarded connection's far end.
