@@ -17,13 +17,3 @@ const InlineDefinitionFrom = "inline"
 func Definitions(class *clusterv1.ClusterClass) ([]clusterv1.ClusterClassStatusVariable, field.ErrorList) {
 	panic("variables.Definitions: not written yet")
 }
-
-// ValidateCluster checks a Cluster's topology variables and every override
-// (controlPlane, each machineDeployment and machinePool) against the class's
-// definitions: required ones present at the top level, names known, values
-// valid against their schemas including x-kubernetes-validations (old, nil on
-// create, gives transition rules their old values). Errors name
-// spec.topology.variables[i].value... and the rule broken.
-func ValidateCluster(defs []clusterv1.ClusterClassStatusVariable, cluster, old *clusterv1.Cluster) field.ErrorList {
-	panic("variables.ValidateCluster: not written yet")
-}
