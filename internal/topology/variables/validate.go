@@ -140,7 +140,7 @@ func validateValue(def definition, raw apiextensionsv1.JSON, old *apiextensionsv
 	}
 	valuePath := path.Child(wrapperProperty)
 	if errs := validation.ValidateCustomResource(valuePath, value, validator); len(errs) > 0 {
-		showValues(errs, valuePath.String(), value)
+		tidy(errs, lookupUnder(valuePath, value))
 		return explain(errs, def.name)
 	}
 
@@ -186,44 +186,39 @@ func undeclaredFields(ss *structuralschema.Structural, wrappedValue map[string]a
 	return errs
 }
 
-// explain names the variable in each error, drops the OpenAPI library's
-// "<field> in body" (the error's path already names the field), and says
-// what a bare "Required value" means.
+// explain names the variable in each error and says what a bare
+// "Required value" means.
 func explain(errs field.ErrorList, name string) field.ErrorList {
 	for _, e := range errs {
 		if e.Type == field.ErrorTypeRequired && e.Detail == "" {
 			e.Detail = fmt.Sprintf("variable %q: the variable's schema requires this field: set it", name)
 			continue
 		}
-		detail := e.Detail
-		if _, after, found := strings.Cut(detail, " in body "); found {
-			detail = after
-		}
-		e.Detail = fmt.Sprintf("variable %q: %s", name, detail)
+		e.Detail = fmt.Sprintf("variable %q: %s", name, e.Detail)
 	}
 	return errs
 }
 
-// showValues puts the value found at each error's path as the error's bad
-// value, and mends the paths of array elements: the OpenAPI library reports a wrong type by the type's name
-// ("integer"), which reads as if the user had written that word. A type
-// error's detail then says which type the value has instead. Counts (too
-// many, too long) keep the number the library reports.
-func showValues(errs field.ErrorList, valuePath string, value any) {
+// tidy mends what the OpenAPI library reports: it names an array element
+// "[1]", which joins the path as "value.[1]"; it repeats the field's name as
+// "<field> in body" in the detail, though the path names it; and it gives a
+// value of the wrong type by its type's name ("integer"), which reads as if
+// the user had written that word. lookup, if not nil, finds the value at an
+// error's path, shown as the bad value instead; counts (too many, too long)
+// keep the number the library reports.
+func tidy(errs field.ErrorList, lookup func(path string) (any, bool)) {
 	for _, e := range errs {
-		// The library names an array element "[1]", which Child joins with
-		// a dot: "value.[1]".
 		e.Field = strings.ReplaceAll(e.Field, ".[", "[")
+		if _, after, found := strings.Cut(e.Detail, " in body "); found {
+			e.Detail = after
+		}
 		if e.Type != field.ErrorTypeInvalid && e.Type != field.ErrorTypeTypeInvalid && e.Type != field.ErrorTypeNotSupported {
 			continue
 		}
-		rel, ok := strings.CutPrefix(e.Field, valuePath)
-		if !ok {
-			continue
-		}
-		found, ok := valueAt(value, rel)
-		if !ok {
-			continue
+		var found any
+		ok := false
+		if lookup != nil {
+			found, ok = lookup(e.Field)
 		}
 		if reported, isString := e.BadValue.(string); isString && e.Type == field.ErrorTypeTypeInvalid {
 			if d, cut := strings.CutSuffix(e.Detail, fmt.Sprintf(": %q", reported)); cut {
@@ -232,8 +227,25 @@ func showValues(errs field.ErrorList, valuePath string, value any) {
 					e.Detail = fmt.Sprintf("%s, not %s", d, reported)
 				}
 			}
+			if !ok {
+				e.BadValue = field.OmitValueType{}
+			}
 		}
-		e.BadValue = found
+		if ok {
+			e.BadValue = found
+		}
+	}
+}
+
+// lookupUnder finds values under the path where value sits.
+func lookupUnder(valuePath *field.Path, value any) func(string) (any, bool) {
+	prefix := valuePath.String()
+	return func(path string) (any, bool) {
+		rel, ok := strings.CutPrefix(path, prefix)
+		if !ok {
+			return nil, false
+		}
+		return valueAt(value, rel)
 	}
 }
 
