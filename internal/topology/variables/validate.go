@@ -3,6 +3,7 @@ package variables
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -203,7 +204,8 @@ func explain(errs field.ErrorList, name string) field.ErrorList {
 // "[1]", which joins the path as "value.[1]"; it repeats the field's name as
 // "<field> in body" in the detail, though the path names it; and it gives a
 // value of the wrong type by its type's name ("integer"), which reads as if
-// the user had written that word. lookup, if not nil, finds the value at an
+// the user had written that word; it starts combinator errors with the
+// field's name in quotes. lookup, if not nil, finds the value at an
 // error's path, shown as the bad value instead; counts (too many, too long)
 // keep the number the library reports.
 func tidy(errs field.ErrorList, lookup func(path string) (any, bool)) {
@@ -212,6 +214,7 @@ func tidy(errs field.ErrorList, lookup func(path string) (any, bool)) {
 		if _, after, found := strings.Cut(e.Detail, " in body "); found {
 			e.Detail = after
 		}
+		e.Detail = quotedName.ReplaceAllString(e.Detail, "")
 		if e.Type != field.ErrorTypeInvalid && e.Type != field.ErrorTypeTypeInvalid && e.Type != field.ErrorTypeNotSupported {
 			continue
 		}
@@ -248,6 +251,11 @@ func lookupUnder(valuePath *field.Path, value any) func(string) (any, bool) {
 		return valueAt(value, rel)
 	}
 }
+
+// quotedName is how the OpenAPI library starts the detail of allOf, anyOf,
+// oneOf and not errors: the field's name in quotes ("" for the value
+// itself).
+var quotedName = regexp.MustCompile(`^"[^"]*" `)
 
 // jsonTypes are the names the OpenAPI library reports a value's type by.
 var jsonTypes = map[string]bool{"string": true, "integer": true, "number": true, "boolean": true, "object": true, "array": true, "null": true}
