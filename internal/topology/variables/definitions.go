@@ -3,6 +3,7 @@ package variables
 import (
 	"context"
 	"fmt"
+	"iter"
 	"math"
 	"slices"
 	"strings"
@@ -271,7 +272,7 @@ func (c *schemaChecker) values(s *apiextensions.JSONSchemaProps, path *field.Pat
 		c.errs = append(c.errs, field.Invalid(path, "", fmt.Sprintf("the schema cannot be used to check values: %v", err)))
 		return
 	}
-	check := func(p *field.Path, v any) {
+	for p, v := range sampleValues(s, path) {
 		errs := validation.ValidateCustomResource(p, v, validator)
 		tidy(errs, lookupUnder(p, v))
 		for _, e := range errs {
@@ -279,11 +280,20 @@ func (c *schemaChecker) values(s *apiextensions.JSONSchemaProps, path *field.Pat
 		}
 		c.errs = append(c.errs, errs...)
 	}
-	if s.Example != nil {
-		check(path.Child("example"), *s.Example)
-	}
-	for i, e := range s.Enum {
-		check(path.Child("enum").Index(i), e)
+}
+
+// sampleValues are the node's example and enum values with their paths:
+// values the class author wrote, which must pass the node's own checks.
+func sampleValues(s *apiextensions.JSONSchemaProps, path *field.Path) iter.Seq2[*field.Path, any] {
+	return func(yield func(*field.Path, any) bool) {
+		if s.Example != nil && !yield(path.Child("example"), *s.Example) {
+			return
+		}
+		for i, e := range s.Enum {
+			if !yield(path.Child("enum").Index(i), e) {
+				return
+			}
+		}
 	}
 }
 
@@ -370,18 +380,12 @@ func (c *schemaChecker) rules(s *apiextensions.JSONSchemaProps, path *field.Path
 	if validator == nil {
 		return
 	}
-	check := func(p *field.Path, v any) {
+	for p, v := range sampleValues(s, path) {
 		errs, _ := validator.Validate(context.Background(), p, ss, v, nil, celconfig.RuntimeCELCostBudget)
 		for _, e := range errs {
 			e.Detail = "the value does not pass the schema's rules: " + e.Detail
 		}
 		c.errs = append(c.errs, errs...)
-	}
-	if s.Example != nil {
-		check(path.Child("example"), *s.Example)
-	}
-	for i, e := range s.Enum {
-		check(path.Child("enum").Index(i), e)
 	}
 }
 
