@@ -200,8 +200,23 @@ func unwrapper(path *field.Path) func(field.ErrorList) field.ErrorList {
 func named(errs field.ErrorList, name string) field.ErrorList {
 	for _, e := range errs {
 		e.Detail = fmt.Sprintf("variable %q: %s", name, e.Detail)
+		for _, f := range structuralFixes {
+			if strings.Contains(e.Detail, f.says) {
+				e.Detail += ": " + f.fix
+				break
+			}
+		}
 	}
 	return errs
+}
+
+// structuralFixes say how to fix what the structural schema and defaults
+// checks report, whose messages say only what is wrong.
+var structuralFixes = []struct{ says, fix string }{
+	{"must not be empty for specified", "give it a type (object, array, string, integer, number or boolean), or x-kubernetes-int-or-string or x-kubernetes-preserve-unknown-fields"},
+	{"to be structural", "inside allOf, anyOf, oneOf and not only value checks are allowed: declare types, defaults, descriptions and fields in the schema itself"},
+	{"must not have unknown fields", "remove from the default the fields the schema does not declare, or declare them"},
+	{"must be specified", "give the array an items schema"},
 }
 
 // schemaChecker walks a schema's nodes, collecting errors.
