@@ -66,14 +66,15 @@ func Definitions(class *clusterv1.ClusterClass) ([]clusterv1.ClusterClassStatusV
 		errs = append(errs, named(checkXMetadata(&v.Schema.OpenAPIV3Schema, schemaPath), v.Name)...)
 		errs = append(errs, checkSchema(&v.Schema.OpenAPIV3Schema, schemaPath, v.Name)...)
 
+		own := v.DeepCopy() // the status shares nothing with the class
 		out = append(out, clusterv1.ClusterClassStatusVariable{
 			Name:                v.Name,
 			DefinitionsConflict: new(bool),
 			Definitions: []clusterv1.ClusterClassStatusVariableDefinition{{
 				From:                      InlineDefinitionFrom,
-				Required:                  v.Required,
-				DeprecatedV1Beta1Metadata: *v.DeprecatedV1Beta1Metadata.DeepCopy(),
-				Schema:                    *v.Schema.DeepCopy(),
+				Required:                  own.Required,
+				DeprecatedV1Beta1Metadata: own.DeprecatedV1Beta1Metadata,
+				Schema:                    own.Schema,
 			}},
 		})
 	}

@@ -95,8 +95,9 @@ x-kubernetes-validations:
 		t.Errorf("lbImageRepository's definition %+v does not carry the class's", d)
 	}
 	d.DeprecatedV1Beta1Metadata.Labels["old"] = "changed"
-	if class.Spec.Variables[0].DeprecatedV1Beta1Metadata.Labels["old"] != "yes" {
-		t.Error("the published definition shares its maps with the class")
+	*d.Required = false
+	if class.Spec.Variables[0].DeprecatedV1Beta1Metadata.Labels["old"] != "yes" || !*class.Spec.Variables[0].Required {
+		t.Error("the published definition shares its maps or pointers with the class")
 	}
 
 	// What Definitions accepts, ValidateCluster and Default can use.
