@@ -51,33 +51,32 @@ func ValidateCluster(defs []clusterv1.ClusterClassStatusVariable, cluster, old *
 	errs = append(errs, validateList(index, topology.ControlPlane.Variables.Overrides,
 		oldTopology.ControlPlane.Variables.Overrides, path.Child("controlPlane", "variables", "overrides"))...)
 
-	oldDeployments := overridesByName(oldTopology.Workers.MachineDeployments,
+	errs = append(errs, validateWorkers(index, topology.Workers.MachineDeployments, oldTopology.Workers.MachineDeployments,
 		func(md clusterv1.MachineDeploymentTopology) (string, []clusterv1.ClusterVariable) {
 			return md.Name, md.Variables.Overrides
-		})
-	for i, md := range topology.Workers.MachineDeployments {
-		errs = append(errs, validateList(index, md.Variables.Overrides, oldDeployments[md.Name],
-			path.Child("workers", "machineDeployments").Index(i).Child("variables", "overrides"))...)
-	}
-	oldPools := overridesByName(oldTopology.Workers.MachinePools,
+		}, path.Child("workers", "machineDeployments"))...)
+	errs = append(errs, validateWorkers(index, topology.Workers.MachinePools, oldTopology.Workers.MachinePools,
 		func(mp clusterv1.MachinePoolTopology) (string, []clusterv1.ClusterVariable) {
 			return mp.Name, mp.Variables.Overrides
-		})
-	for i, mp := range topology.Workers.MachinePools {
-		errs = append(errs, validateList(index, mp.Variables.Overrides, oldPools[mp.Name],
-			path.Child("workers", "machinePools").Index(i).Child("variables", "overrides"))...)
-	}
+		}, path.Child("workers", "machinePools"))...)
 	return errs
 }
 
-// overridesByName maps each worker topology's name to its overrides.
-func overridesByName[W any](workers []W, overrides func(W) (string, []clusterv1.ClusterVariable)) map[string][]clusterv1.ClusterVariable {
-	out := make(map[string][]clusterv1.ClusterVariable, len(workers))
-	for _, w := range workers {
+// validateWorkers checks the overrides of each worker topology; the old
+// overrides a transition rule sees are those of the old worker of the same
+// name.
+func validateWorkers[W any](index map[string]*definition, workers, oldWorkers []W, overrides func(W) (string, []clusterv1.ClusterVariable), path *field.Path) field.ErrorList {
+	old := make(map[string][]clusterv1.ClusterVariable, len(oldWorkers))
+	for _, w := range oldWorkers {
 		name, list := overrides(w)
-		out[name] = list
+		old[name] = list
 	}
-	return out
+	var errs field.ErrorList
+	for i, w := range workers {
+		name, list := overrides(w)
+		errs = append(errs, validateList(index, list, old[name], path.Index(i).Child("variables", "overrides"))...)
+	}
+	return errs
 }
 
 // requiredPresent reports each required variable the list leaves out and
