@@ -173,4 +173,3 @@ func checkPath(op, path string) error {
 	}
 	return nil
 }
-
