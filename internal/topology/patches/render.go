@@ -59,9 +59,10 @@ func render(tpl *template.Template, data map[string]any) ([]byte, error) {
 	return value, nil
 }
 
-// enabled reports whether a patch's enabledIf renders the value true. YAML
-// is read as upstream reads it, so "true", " true\n" and "True" enable the
-// patch; anything else, "" included, disables it.
+// enabled reports whether a patch's enabledIf renders the value true. The
+// text is read as YAML 1.1, as upstream reads it, so "true", " true\n",
+// "True", "yes" and "on" enable the patch; anything else, "" and a missing
+// variable's "<no value>" included, disables it.
 func enabled(tpl *template.Template, data map[string]any) (bool, error) {
 	if tpl == nil {
 		return true, nil
