@@ -145,12 +145,15 @@ func checkJSONPatch(p clusterv1.JSONPatch) error {
 	case from.Variable != "" && from.Template != "":
 		return errors.New("valueFrom has both variable and template: keep one")
 	case from.Variable != "":
-		_, err := parseVariableRef(from.Variable)
-		return err
+		if _, err := parseVariableRef(from.Variable); err != nil {
+			return fmt.Errorf("valueFrom.variable: %w", err)
+		}
 	default:
-		_, err := parseTemplate(from.Template)
-		return err
+		if _, err := parseTemplate(from.Template); err != nil {
+			return fmt.Errorf("valueFrom.template: %w", err)
+		}
 	}
+	return nil
 }
 
 // checkPath keeps a patch inside the template's spec, so that it cannot

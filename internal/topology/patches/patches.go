@@ -2,6 +2,7 @@ package patches
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"text/template"
 
@@ -213,7 +214,12 @@ func (c *compiled) applyOne(jp clusterv1.JSONPatch, valueTemplate *template.Temp
 		return nil, fmt.Errorf("the operation cannot be decoded: %w", err)
 	}
 	out, err := patch.Apply(d.json)
-	if err != nil {
+	switch {
+	case errors.Is(err, jsonpatch.ErrMissing) && jp.Op == OpAdd:
+		return nil, fmt.Errorf("%s %s: %w (an add creates the last field of its path only: add the fields above it first)", jp.Op, jp.Path, err)
+	case errors.Is(err, jsonpatch.ErrMissing):
+		return nil, fmt.Errorf("%s %s: %w (a %s needs the field to exist: use add to set a field that may be absent)", jp.Op, jp.Path, err, jp.Op)
+	case err != nil:
 		return nil, fmt.Errorf("%s %s: %w", jp.Op, jp.Path, err)
 	}
 	return out, nil

@@ -105,7 +105,7 @@ func lookup(variables map[string]apiextensionsv1.JSON, ref string) ([]byte, erro
 			return nil, fmt.Errorf("variable %q: %s is %s, not an object with field %q", ref, walked, describe(current), s.name)
 		}
 		if current, ok = object[s.name]; !ok {
-			return nil, fmt.Errorf("variable %q: %s has no field %q", ref, walked, s.name)
+			return nil, fmt.Errorf("variable %q: %s has no field %q%s", ref, walked, s.name, builtinHint(walked))
 		}
 		walked += "." + s.name
 		if current, err = index(current, s, walked, ref); err != nil {
@@ -145,4 +145,12 @@ func describe(value any) string {
 	default:
 		return "a number"
 	}
+}
+
+// builtinHint explains, for a builtin scope that is missing, where it is set.
+func builtinHint(walked string) string {
+	if walked != "builtin" {
+		return ""
+	}
+	return " (builtin.controlPlane is set in the control plane's templates only, builtin.machineDeployment and builtin.machinePool in their own templates only)"
 }
