@@ -66,7 +66,7 @@ func patchesOf(t testing.TB, manifest string) []clusterv1.ClusterClassPatch {
 // newTemplate builds a topology template of a role with a spec and variables.
 func newTemplate(t testing.TB, role topology.Role, class, apiVersion, kind, name, spec, vars string) *topology.Template {
 	t.Helper()
-	obj := object(t, "spec: "+spec)
+	obj := &unstructured.Unstructured{Object: map[string]any{"spec": object(t, spec).Object}}
 	obj.SetAPIVersion(apiVersion)
 	obj.SetKind(kind)
 	obj.SetName(name)
