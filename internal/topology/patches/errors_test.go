@@ -118,15 +118,9 @@ func TestApplyIsAllOrNothing(t *testing.T) {
 // The template's object is changed in place: whoever holds the pointer sees
 // the patched content.
 func TestApplyChangesTheObjectInPlace(t *testing.T) {
-	tpl := newTemplate(t, topology.ControlPlane, "", kcpAPIVersion, kcpKind, "cp", `{template: {spec: {}}}`, `{}`)
+	tpl := controlPlaneTemplate(t, `{}`)
 	held := tpl.Object
-	patches := patchesOf(t, `
-- name: mark
-  definitions:
-  - selector: {apiVersion: controlplane.cluster.x-k8s.io/v1beta2, kind: KubeadmControlPlaneTemplate, matchResources: {controlPlane: true}}
-    jsonPatches:
-    - {op: add, path: /spec/template/spec/marked, value: true}`)
-	if err := Apply(patches, []*topology.Template{tpl}); err != nil {
+	if err := Apply(patchesOf(t, markControlPlane), []*topology.Template{tpl}); err != nil {
 		t.Fatalf("Apply: %v", err)
 	}
 	if tpl.Object != held || asJSON(t, fieldOf(t, &topology.Template{Object: held}, "spec", "template", "spec", "marked")) != "true" {
@@ -174,7 +168,7 @@ func TestApplyMalformedPatches(t *testing.T) {
 // template's identity, the definition would be refused. Apply's own checks
 // keep such a path out, so the guard is tried on a patch compiled by hand.
 func TestIdentityGuard(t *testing.T) {
-	tpl := newTemplate(t, topology.ControlPlane, "", kcpAPIVersion, kcpKind, "cp", `{template: {spec: {}}}`, `{}`)
+	tpl := controlPlaneTemplate(t, `{}`)
 	for _, path := range []string{"/metadata/name", "/metadata/namespace", "/kind", "/apiVersion"} {
 		patches := patchesOf(t, `
 - name: rename

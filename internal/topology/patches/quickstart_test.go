@@ -258,15 +258,20 @@ podSecurityStandard: {enabled: true, enforce: baseline, audit: restricted, warn:
 	}
 }
 
-// Before Kubernetes 1.25 the Pod Security configuration is v1beta1.
-func TestApplyQuickStartClassOldVersion(t *testing.T) {
-	const values = `
+// quickStartDefaults are the class's variables at their defaults (empty
+// registry and tags, no failure domains) with podSecurityStandard as given.
+func quickStartDefaults(podSecurityStandard string) string {
+	return `
 imageRepository: ""
 etcdImageTag: ""
 coreDNSImageTag: ""
 failureDomains: []
-podSecurityStandard: {enabled: true, enforce: privileged, audit: baseline, warn: baseline}`
-	templates := quickStartTopology(t, values, "v1.24.17")
+podSecurityStandard: ` + podSecurityStandard
+}
+
+// Before Kubernetes 1.25 the Pod Security configuration is v1beta1.
+func TestApplyQuickStartClassOldVersion(t *testing.T) {
+	templates := quickStartTopology(t, quickStartDefaults(`{enabled: true, enforce: privileged, audit: baseline, warn: baseline}`), "v1.24.17")
 	if err := Apply(patchesOf(t, quickStartPatches), templates); err != nil {
 		t.Fatalf("Apply: %v", err)
 	}
@@ -280,13 +285,7 @@ podSecurityStandard: {enabled: true, enforce: privileged, audit: baseline, warn:
 // With the variables at their empty defaults and Pod Security off, the
 // gated patches leave the control plane template as the class wrote it.
 func TestApplyQuickStartClassGatedOff(t *testing.T) {
-	const values = `
-imageRepository: ""
-etcdImageTag: ""
-coreDNSImageTag: ""
-failureDomains: []
-podSecurityStandard: {enabled: false, enforce: baseline, audit: restricted, warn: restricted}`
-	templates := quickStartTopology(t, values, "v1.31.2")
+	templates := quickStartTopology(t, quickStartDefaults(`{enabled: false, enforce: baseline, audit: restricted, warn: restricted}`), "v1.31.2")
 	before := asJSON(t, templates[1].Object.Object)
 	if err := Apply(patchesOf(t, quickStartPatches), templates); err != nil {
 		t.Fatalf("Apply: %v", err)
