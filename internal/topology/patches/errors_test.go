@@ -6,6 +6,8 @@ import (
 	"testing"
 	gotemplate "text/template"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
 	"capstan.dev/capstan/internal/topology"
 )
 
@@ -182,5 +184,17 @@ func TestIdentityGuard(t *testing.T) {
 		if !errors.As(err, &perr) || perr.Definition != 0 || !strings.Contains(err.Error(), "apiVersion, kind, name or namespace") {
 			t.Errorf("%s: got %v, want the definition refused for changing the template's identity", path, err)
 		}
+	}
+}
+
+// Variables that do not hold JSON are an error of the patch that reads them,
+// not a panic nor a template rendered without them.
+func TestApplyVariablesThatAreNotJSON(t *testing.T) {
+	tpl := controlPlaneTemplate(t, `{}`)
+	tpl.Variables["broken"] = apiextensionsv1.JSON{Raw: []byte(`{not json`)}
+	err := Apply(patchesOf(t, markControlPlane), []*topology.Template{tpl})
+	var perr *Error
+	if !errors.As(err, &perr) || perr.Patch != "gated" || !strings.Contains(err.Error(), `variable "broken" does not hold JSON`) {
+		t.Fatalf("Apply: got %v, want the patch's error naming the variable", err)
 	}
 }

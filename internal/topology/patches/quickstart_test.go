@@ -2,6 +2,7 @@ package patches
 
 import (
 	"strings"
+	"sync"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -296,5 +297,50 @@ func TestApplyQuickStartClassGatedOff(t *testing.T) {
 	// The ungated patches still apply.
 	if l := typed[localv1.LocalMachineTemplate](t, templates[4]).Spec.Template.ObjectMeta.Labels; l["example.com/pool"] != "md-0" {
 		t.Errorf("md-0 machine labels %v", l)
+	}
+}
+
+// What one reconcile of a topology Cluster of the quick-start class spends
+// applying its patches.
+func BenchmarkApplyQuickStartClass(b *testing.B) {
+	t := &testing.T{}
+	values := quickStartDefaults(`{enabled: true, enforce: baseline, audit: restricted, warn: restricted}`)
+	patches := patchesOf(t, quickStartPatches)
+	for b.Loop() {
+		b.StopTimer()
+		templates := quickStartTopology(t, values, "v1.31.2")
+		b.StartTimer()
+		if err := Apply(patches, templates); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// Clusters are reconciled in parallel: Apply shares its parsed templates
+// between calls, and must give each call the same result (run with -race).
+func TestApplyConcurrently(t *testing.T) {
+	patches := patchesOf(t, quickStartPatches)
+	values := quickStartDefaults(`{enabled: true, enforce: baseline, audit: restricted, warn: restricted}`)
+	want := quickStartTopology(t, values, "v1.31.2")
+	if err := Apply(patches, want); err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	var wg sync.WaitGroup
+	results := make([][]*topology.Template, 8)
+	for i := range results {
+		results[i] = quickStartTopology(t, values, "v1.31.2")
+		wg.Go(func() {
+			if err := Apply(patches, results[i]); err != nil {
+				t.Errorf("Apply %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	for i, templates := range results {
+		for j := range templates {
+			if got, w := asJSON(t, templates[j].Object.Object), asJSON(t, want[j].Object.Object); got != w {
+				t.Errorf("call %d, template %d:\n got %s\nwant %s", i, j, got, w)
+			}
+		}
 	}
 }
