@@ -114,17 +114,32 @@ func checkDecision(t *testing.T, got plan.TopologyUpgrade, w want) {
 		t.Errorf("no error, want one saying %q", w.err)
 	case w.err != "" && !strings.Contains(got.Err.Error(), w.err):
 		t.Errorf("error %q does not say %q", got.Err, w.err)
+	case got.Err != nil && got.Message != got.Err.Error():
+		t.Errorf("message %q, want the error's text", got.Message)
+	}
+}
+
+// ws lists workers in the topology's order.
+func ws(workers ...plan.WorkerVersionState) []plan.WorkerVersionState { return workers }
+
+// decisionCase is one row of the decision's tables.
+type decisionCase struct {
+	name string
+	in   plan.TopologyUpgradeInput
+	want want
+}
+
+func runDecisions(t *testing.T, cases []decisionCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { checkDecision(t, plan.PlanTopologyUpgrade(tc.in), tc.want) })
 	}
 }
 
 const upgrading = clusterv1.ClusterTopologyReconciledClusterUpgradingReason
 
 func TestPlanTopologyUpgradeCreate(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		in   plan.TopologyUpgradeInput
-		want want
-	}{
+	runDecisions(t, []decisionCase{
 		{
 			name: "a new topology: the control plane and every worker are created at the version",
 			in: plan.TopologyUpgradeInput{
@@ -199,24 +214,17 @@ func TestPlanTopologyUpgradeCreate(t *testing.T) {
 				reason: upgrading,
 			},
 		},
-	} {
-		t.Run(tc.name, func(t *testing.T) { checkDecision(t, plan.PlanTopologyUpgrade(tc.in), tc.want) })
-	}
+	})
 }
 
 func TestPlanTopologyUpgradeOrder(t *testing.T) {
-	mds := func(ws ...plan.WorkerVersionState) []plan.WorkerVersionState { return ws }
-	for _, tc := range []struct {
-		name string
-		in   plan.TopologyUpgradeInput
-		want want
-	}{
+	runDecisions(t, []decisionCase{
 		{
 			name: "nothing to do: everything at the version",
 			in: plan.TopologyUpgradeInput{
 				Version: "v1.31.0", ControlPlane: kcp("v1.31.0"),
-				MachineDeployments: mds(worker("md-0", "v1.31.0")),
-				MachinePools:       mds(worker("mp-0", "v1.31.0")),
+				MachineDeployments: ws(worker("md-0", "v1.31.0")),
+				MachinePools:       ws(worker("mp-0", "v1.31.0")),
 			},
 			want: want{cp: "v1.31.0", mds: versions("md-0", "v1.31.0"), mps: versions("mp-0", "v1.31.0")},
 		},
@@ -224,7 +232,7 @@ func TestPlanTopologyUpgradeOrder(t *testing.T) {
 			name: "a new version: the control plane goes first, the workers keep theirs",
 			in: plan.TopologyUpgradeInput{
 				Version: "v1.31.0", ControlPlane: kcp("v1.30.2"),
-				MachineDeployments: mds(worker("md-0", "v1.30.2"), worker("md-1", "v1.30.2")),
+				MachineDeployments: ws(worker("md-0", "v1.30.2"), worker("md-1", "v1.30.2")),
 			},
 			want: want{
 				cp: "v1.31.0", mds: versions("md-0", "v1.30.2", "md-1", "v1.30.2"),
@@ -240,7 +248,7 @@ func TestPlanTopologyUpgradeOrder(t *testing.T) {
 			name: "a patch upgrade goes the same way",
 			in: plan.TopologyUpgradeInput{
 				Version: "v1.30.5", ControlPlane: kcp("v1.30.2"),
-				MachineDeployments: mds(worker("md-0", "v1.30.2")),
+				MachineDeployments: ws(worker("md-0", "v1.30.2")),
 			},
 			want: want{
 				cp: "v1.30.5", mds: versions("md-0", "v1.30.2"),
@@ -251,7 +259,7 @@ func TestPlanTopologyUpgradeOrder(t *testing.T) {
 			name: "the control plane still rolling: the workers wait",
 			in: plan.TopologyUpgradeInput{
 				Version: "v1.31.0", ControlPlane: kcpUpgrading("v1.31.0"),
-				MachineDeployments: mds(worker("md-0", "v1.30.2")),
+				MachineDeployments: ws(worker("md-0", "v1.30.2")),
 			},
 			want: want{
 				cp: "v1.31.0", mds: versions("md-0", "v1.30.2"), workerPlan: []string{"v1.31.0"}, step: "v1.31.0",
@@ -263,7 +271,7 @@ func TestPlanTopologyUpgradeOrder(t *testing.T) {
 			name: "a control plane rolling at its version does not pick up a new one",
 			in: plan.TopologyUpgradeInput{
 				Version: "v1.32.0", ControlPlane: kcpUpgrading("v1.31.0"),
-				MachineDeployments: mds(worker("md-0", "v1.31.0")),
+				MachineDeployments: ws(worker("md-0", "v1.31.0")),
 			},
 			want: want{
 				cp: "v1.31.0", mds: versions("md-0", "v1.31.0"),
@@ -286,7 +294,7 @@ func TestPlanTopologyUpgradeOrder(t *testing.T) {
 			name: "the control plane stable at the version: the first worker follows, the next waits (concurrency 1)",
 			in: plan.TopologyUpgradeInput{
 				Version: "v1.31.0", ControlPlane: kcp("v1.31.0"),
-				MachineDeployments: mds(worker("md-0", "v1.30.2"), worker("md-1", "v1.30.2")),
+				MachineDeployments: ws(worker("md-0", "v1.30.2"), worker("md-1", "v1.30.2")),
 			},
 			want: want{
 				cp: "v1.31.0", mds: versions("md-0", "v1.31.0", "md-1", "v1.30.2"),
@@ -301,7 +309,7 @@ func TestPlanTopologyUpgradeOrder(t *testing.T) {
 			name: "a worker still rolling counts against the concurrency",
 			in: plan.TopologyUpgradeInput{
 				Version: "v1.31.0", ControlPlane: kcp("v1.31.0"),
-				MachineDeployments: mds(workerRolling(worker("md-0", "v1.31.0")), worker("md-1", "v1.30.2")),
+				MachineDeployments: ws(workerRolling(worker("md-0", "v1.31.0")), worker("md-1", "v1.30.2")),
 			},
 			want: want{
 				cp: "v1.31.0", mds: versions("md-0", "v1.31.0", "md-1", "v1.30.2"),
@@ -313,7 +321,7 @@ func TestPlanTopologyUpgradeOrder(t *testing.T) {
 			name: "concurrency 2: two workers at once, the third waits",
 			in: plan.TopologyUpgradeInput{
 				Version: "v1.31.0", ControlPlane: kcp("v1.31.0"), Concurrency: 2,
-				MachineDeployments: mds(worker("md-0", "v1.30.2"), worker("md-1", "v1.30.2"), worker("md-2", "v1.30.2")),
+				MachineDeployments: ws(worker("md-0", "v1.30.2"), worker("md-1", "v1.30.2"), worker("md-2", "v1.30.2")),
 			},
 			want: want{
 				cp: "v1.31.0", mds: versions("md-0", "v1.31.0", "md-1", "v1.31.0", "md-2", "v1.30.2"),
@@ -325,8 +333,8 @@ func TestPlanTopologyUpgradeOrder(t *testing.T) {
 			name: "MachineDeployments and MachinePools each have their own concurrency",
 			in: plan.TopologyUpgradeInput{
 				Version: "v1.31.0", ControlPlane: kcp("v1.31.0"),
-				MachineDeployments: mds(worker("md-0", "v1.30.2"), worker("md-1", "v1.30.2")),
-				MachinePools:       mds(worker("mp-0", "v1.30.2"), worker("mp-1", "v1.30.2")),
+				MachineDeployments: ws(worker("md-0", "v1.30.2"), worker("md-1", "v1.30.2")),
+				MachinePools:       ws(worker("mp-0", "v1.30.2"), worker("mp-1", "v1.30.2")),
 			},
 			want: want{
 				cp: "v1.31.0", mds: versions("md-0", "v1.31.0", "md-1", "v1.30.2"), mps: versions("mp-0", "v1.31.0", "mp-1", "v1.30.2"),
@@ -338,8 +346,8 @@ func TestPlanTopologyUpgradeOrder(t *testing.T) {
 			name: "upgrading workers hold the control plane's next version",
 			in: plan.TopologyUpgradeInput{
 				Version: "v1.32.0", ControlPlane: kcp("v1.31.0"),
-				MachineDeployments: mds(workerRolling(worker("md-0", "v1.31.0")), worker("md-1", "v1.31.0")),
-				MachinePools:       mds(workerRolling(worker("mp-0", "v1.31.0"))),
+				MachineDeployments: ws(workerRolling(worker("md-0", "v1.31.0")), worker("md-1", "v1.31.0")),
+				MachinePools:       ws(workerRolling(worker("mp-0", "v1.31.0"))),
 			},
 			want: want{
 				cp: "v1.31.0", mds: versions("md-0", "v1.31.0", "md-1", "v1.31.0"), mps: versions("mp-0", "v1.31.0"),
@@ -354,7 +362,7 @@ func TestPlanTopologyUpgradeOrder(t *testing.T) {
 			name: "the workers finish: the condition clears",
 			in: plan.TopologyUpgradeInput{
 				Version: "v1.31.0", ControlPlane: kcp("v1.31.0"),
-				MachineDeployments: mds(worker("md-0", "v1.31.0")),
+				MachineDeployments: ws(worker("md-0", "v1.31.0")),
 			},
 			want: want{cp: "v1.31.0", mds: versions("md-0", "v1.31.0")},
 		},
@@ -362,7 +370,7 @@ func TestPlanTopologyUpgradeOrder(t *testing.T) {
 			name: "the last worker still rolling at the version keeps the condition",
 			in: plan.TopologyUpgradeInput{
 				Version: "v1.31.0", ControlPlane: kcp("v1.31.0"),
-				MachineDeployments: mds(workerRolling(worker("md-0", "v1.31.0"))),
+				MachineDeployments: ws(workerRolling(worker("md-0", "v1.31.0"))),
 			},
 			want: want{
 				cp: "v1.31.0", mds: versions("md-0", "v1.31.0"), reason: upgrading,
@@ -373,7 +381,7 @@ func TestPlanTopologyUpgradeOrder(t *testing.T) {
 			name: "a worker's object name is the one messages use",
 			in: plan.TopologyUpgradeInput{
 				Version: "v1.31.0", ControlPlane: kcp("v1.31.0"),
-				MachineDeployments: mds(plan.WorkerVersionState{Name: "md-0", ObjectName: "c1-md-0-x7k2p", Exists: true, Version: "v1.30.2"}),
+				MachineDeployments: ws(plan.WorkerVersionState{Name: "md-0", ObjectName: "c1-md-0-x7k2p", Exists: true, Version: "v1.30.2"}),
 			},
 			want: want{
 				cp: "v1.31.0", mds: versions("md-0", "v1.31.0"), workerPlan: []string{"v1.31.0"}, step: "v1.31.0", reason: upgrading,
@@ -385,18 +393,11 @@ func TestPlanTopologyUpgradeOrder(t *testing.T) {
 			in:   plan.TopologyUpgradeInput{Version: "v1.31.0", ControlPlane: plan.ControlPlaneVersionState{Exists: true, Version: "v1.30.0"}},
 			want: want{cp: "v1.31.0", cpPlan: []string{"v1.31.0"}, step: "v1.31.0", reason: upgrading, message: []string{"* control plane upgrading to version v1.31.0"}},
 		},
-	} {
-		t.Run(tc.name, func(t *testing.T) { checkDecision(t, plan.PlanTopologyUpgrade(tc.in), tc.want) })
-	}
+	})
 }
 
 func TestPlanTopologyUpgradeHoldAndDefer(t *testing.T) {
-	ws := func(ws ...plan.WorkerVersionState) []plan.WorkerVersionState { return ws }
-	for _, tc := range []struct {
-		name string
-		in   plan.TopologyUpgradeInput
-		want want
-	}{
+	runDecisions(t, []decisionCase{
 		{
 			name: "hold-upgrade-sequence holds its worker and every one after it",
 			in: plan.TopologyUpgradeInput{
@@ -485,19 +486,12 @@ func TestPlanTopologyUpgradeHoldAndDefer(t *testing.T) {
 				cpPlan: []string{"v1.32.0"}, workerPlan: []string{"v1.32.0"}, step: "v1.32.0", reason: upgrading,
 			},
 		},
-	} {
-		t.Run(tc.name, func(t *testing.T) { checkDecision(t, plan.PlanTopologyUpgrade(tc.in), tc.want) })
-	}
+	})
 }
 
 func TestPlanTopologyUpgradeChained(t *testing.T) {
-	ws := func(ws ...plan.WorkerVersionState) []plan.WorkerVersionState { return ws }
 	class := []string{"v1.29.3", "v1.30.0", "v1.30.5", "v1.31.0", "v1.31.2", "v1.32.1", "v1.33.0", "v1.33.4", "v1.34.0"}
-	for _, tc := range []struct {
-		name string
-		in   plan.TopologyUpgradeInput
-		want want
-	}{
+	runDecisions(t, []decisionCase{
 		{
 			name: "the control plane goes through the last listed version of each minor, one step at a time",
 			in: plan.TopologyUpgradeInput{
@@ -611,19 +605,12 @@ func TestPlanTopologyUpgradeChained(t *testing.T) {
 				cpPlan: []string{"v1.33.4", "v1.34.0"}, workerPlan: []string{"v1.33.4", "v1.34.0"}, step: "v1.33.4", reason: upgrading,
 			},
 		},
-	} {
-		t.Run(tc.name, func(t *testing.T) { checkDecision(t, plan.PlanTopologyUpgrade(tc.in), tc.want) })
-	}
+	})
 }
 
 func TestPlanTopologyUpgradeRefused(t *testing.T) {
-	ws := func(ws ...plan.WorkerVersionState) []plan.WorkerVersionState { return ws }
 	failed := clusterv1.ClusterTopologyReconciledFailedReason
-	for _, tc := range []struct {
-		name string
-		in   plan.TopologyUpgradeInput
-		want want
-	}{
+	runDecisions(t, []decisionCase{
 		{
 			name: "two minors at once without kubernetesVersions",
 			in: plan.TopologyUpgradeInput{
@@ -679,15 +666,7 @@ func TestPlanTopologyUpgradeRefused(t *testing.T) {
 			},
 			want: want{cp: "v1.33.0", mds: versions("md-0", "v1.29.0"), reason: failed, err: "bring the workers to v1.30 or later first"},
 		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := plan.PlanTopologyUpgrade(tc.in)
-			checkDecision(t, got, tc.want)
-			if got.Err != nil && got.Message != got.Err.Error() {
-				t.Errorf("message %q, want the error's text", got.Message)
-			}
-		})
-	}
+	})
 }
 
 func TestPlanTopologyUpgradeBuildMetadata(t *testing.T) {
