@@ -222,9 +222,51 @@ func TestPlanTopologyUpgradeProperties(t *testing.T) {
 		if (got.Reason == "") != (got.Message == "") {
 			fail("reason %q with message %q", got.Reason, got.Message)
 		}
+		checkPlansLeft(in, got, fail)
 	}
 	if refusals == 0 || refusals > 2500 {
 		t.Errorf("%d refusals in 5000 topologies: the generator does not cover both kinds of decision", refusals)
+	}
+}
+
+// checkPlansLeft checks the plans the status shows: what is left once the
+// decision is written, ending at the target, each step above the one before
+// and above where the parts are; empty exactly when the parts are there.
+func checkPlansLeft(in plan.TopologyUpgradeInput, got plan.TopologyUpgrade, fail func(string, ...any)) {
+	target := kv(in.Version)
+	ascending := func(what string, steps []string, from *version.Version) {
+		for _, s := range steps {
+			if !from.LessThan(kv(s)) {
+				fail("%s plan %q does not go up from %s", what, steps, from)
+			}
+			from = kv(s)
+		}
+		if len(steps) > 0 && !kv(steps[len(steps)-1]).EqualTo(target) {
+			fail("%s plan %q does not end at the target", what, steps)
+		}
+	}
+	if in.ControlPlane.Exists {
+		cpAt := kv(got.ControlPlaneVersion)
+		if (len(got.ControlPlaneUpgradePlan) == 0) != cpAt.EqualTo(target) {
+			fail("control plane at %s with the plan %q left", got.ControlPlaneVersion, got.ControlPlaneUpgradePlan)
+		}
+		ascending("control plane", got.ControlPlaneUpgradePlan, cpAt)
+	} else if len(got.ControlPlaneUpgradePlan) > 0 || len(got.WorkersUpgradePlan) > 0 {
+		fail("plans left for a topology being created")
+	}
+	var lowest *version.Version
+	for _, decided := range []map[string]string{got.MachineDeployments, got.MachinePools} {
+		for _, v := range decided {
+			if v != "" && (lowest == nil || kv(v).LessThan(lowest)) {
+				lowest = kv(v)
+			}
+		}
+	}
+	if in.ControlPlane.Exists && ((len(got.WorkersUpgradePlan) == 0) != (lowest == nil || lowest.EqualTo(target))) {
+		fail("workers from %v with the plan %q left", lowest, got.WorkersUpgradePlan)
+	}
+	if lowest != nil {
+		ascending("workers", got.WorkersUpgradePlan, lowest)
 	}
 }
 

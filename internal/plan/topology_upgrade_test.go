@@ -210,7 +210,7 @@ func TestPlanTopologyUpgradeCreate(t *testing.T) {
 				MachineDeployments: []plan.WorkerVersionState{newWorker("md-0")},
 			},
 			want: want{
-				cp: "v1.31.0", mdsPending: []string{"md-0"}, cpPlan: []string{"v1.31.0"}, step: "v1.31.0",
+				cp: "v1.31.0", mdsPending: []string{"md-0"}, step: "v1.31.0",
 				reason: upgrading,
 			},
 		},
@@ -236,7 +236,7 @@ func TestPlanTopologyUpgradeOrder(t *testing.T) {
 			},
 			want: want{
 				cp: "v1.31.0", mds: versions("md-0", "v1.30.2", "md-1", "v1.30.2"),
-				cpPlan: []string{"v1.31.0"}, workerPlan: []string{"v1.31.0"}, step: "v1.31.0",
+				workerPlan: []string{"v1.31.0"}, step: "v1.31.0",
 				reason: upgrading,
 				message: []string{
 					"KubeadmControlPlane upgrading to version v1.31.0",
@@ -252,7 +252,7 @@ func TestPlanTopologyUpgradeOrder(t *testing.T) {
 			},
 			want: want{
 				cp: "v1.30.5", mds: versions("md-0", "v1.30.2"),
-				cpPlan: []string{"v1.30.5"}, workerPlan: []string{"v1.30.5"}, step: "v1.30.5", reason: upgrading,
+				workerPlan: []string{"v1.30.5"}, step: "v1.30.5", reason: upgrading,
 			},
 		},
 		{
@@ -384,14 +384,14 @@ func TestPlanTopologyUpgradeOrder(t *testing.T) {
 				MachineDeployments: ws(plan.WorkerVersionState{Name: "md-0", ObjectName: "c1-md-0-x7k2p", Exists: true, Version: "v1.30.2"}),
 			},
 			want: want{
-				cp: "v1.31.0", mds: versions("md-0", "v1.31.0"), workerPlan: []string{"v1.31.0"}, step: "v1.31.0", reason: upgrading,
+				cp: "v1.31.0", mds: versions("md-0", "v1.31.0"), step: "v1.31.0", reason: upgrading,
 				message: []string{"MachineDeployment c1-md-0-x7k2p upgrading to version v1.31.0"},
 			},
 		},
 		{
 			name: "no kind given: the message says control plane",
 			in:   plan.TopologyUpgradeInput{Version: "v1.31.0", ControlPlane: plan.ControlPlaneVersionState{Exists: true, Version: "v1.30.0"}},
-			want: want{cp: "v1.31.0", cpPlan: []string{"v1.31.0"}, step: "v1.31.0", reason: upgrading, message: []string{"* control plane upgrading to version v1.31.0"}},
+			want: want{cp: "v1.31.0", step: "v1.31.0", reason: upgrading, message: []string{"* control plane upgrading to version v1.31.0"}},
 		},
 	})
 }
@@ -483,7 +483,7 @@ func TestPlanTopologyUpgradeHoldAndDefer(t *testing.T) {
 			},
 			want: want{
 				cp: "v1.32.0", mds: versions("md-0", "v1.30.2"),
-				cpPlan: []string{"v1.32.0"}, workerPlan: []string{"v1.32.0"}, step: "v1.32.0", reason: upgrading,
+				workerPlan: []string{"v1.32.0"}, step: "v1.32.0", reason: upgrading,
 			},
 		},
 	})
@@ -500,7 +500,7 @@ func TestPlanTopologyUpgradeChained(t *testing.T) {
 			},
 			want: want{
 				cp: "v1.31.2", mds: versions("md-0", "v1.30.0"),
-				cpPlan:     []string{"v1.31.2", "v1.32.1", "v1.33.0"},
+				cpPlan:     []string{"v1.32.1", "v1.33.0"},
 				workerPlan: []string{"v1.33.0"}, // three minors: the workers may skip straight to the target
 				step:       "v1.31.2", reason: upgrading,
 				message: []string{"KubeadmControlPlane upgrading to version v1.31.2 (then v1.32.1, v1.33.0)"},
@@ -514,7 +514,7 @@ func TestPlanTopologyUpgradeChained(t *testing.T) {
 			},
 			want: want{
 				cp: "v1.32.1", mds: versions("md-0", "v1.30.0"),
-				cpPlan: []string{"v1.32.1", "v1.33.0"}, workerPlan: []string{"v1.33.0"}, step: "v1.32.1", reason: upgrading,
+				cpPlan: []string{"v1.33.0"}, workerPlan: []string{"v1.33.0"}, step: "v1.32.1", reason: upgrading,
 			},
 		},
 		{
@@ -524,7 +524,7 @@ func TestPlanTopologyUpgradeChained(t *testing.T) {
 				MachineDeployments: ws(worker("md-0", "v1.30.0")),
 			},
 			want: want{
-				cp: "v1.33.0", mds: versions("md-0", "v1.33.0"), workerPlan: []string{"v1.33.0"}, step: "v1.33.0", reason: upgrading,
+				cp: "v1.33.0", mds: versions("md-0", "v1.33.0"), step: "v1.33.0", reason: upgrading,
 			},
 		},
 		{
@@ -535,7 +535,7 @@ func TestPlanTopologyUpgradeChained(t *testing.T) {
 			},
 			want: want{
 				cp: "v1.31.2", mds: versions("md-0", "v1.30.5"),
-				cpPlan:     []string{"v1.31.2", "v1.32.1", "v1.33.4", "v1.34.0"},
+				cpPlan:     []string{"v1.32.1", "v1.33.4", "v1.34.0"},
 				workerPlan: []string{"v1.33.4", "v1.34.0"},
 				step:       "v1.31.2", reason: upgrading,
 			},
@@ -564,7 +564,7 @@ func TestPlanTopologyUpgradeChained(t *testing.T) {
 			},
 			want: want{
 				cp: "v1.33.4", mds: versions("md-0", "v1.33.4", "md-1", "v1.33.4"),
-				cpPlan: []string{"v1.34.0"}, workerPlan: []string{"v1.33.4", "v1.34.0"}, step: "v1.33.4", reason: upgrading,
+				cpPlan: []string{"v1.34.0"}, workerPlan: []string{"v1.34.0"}, step: "v1.33.4", reason: upgrading,
 				message: []string{"MachineDeployment md-1 pending upgrade to version v1.33.4, v1.34.0, waiting for the KubeadmControlPlane to move to its next version"},
 			},
 		},
@@ -576,7 +576,7 @@ func TestPlanTopologyUpgradeChained(t *testing.T) {
 			},
 			want: want{
 				cp: "v1.34.0", mds: versions("md-0", "v1.33.4", "md-1", "v1.33.4"),
-				cpPlan: []string{"v1.34.0"}, workerPlan: []string{"v1.34.0"}, step: "v1.34.0", reason: upgrading,
+				workerPlan: []string{"v1.34.0"}, step: "v1.34.0", reason: upgrading,
 			},
 		},
 		{
@@ -584,14 +584,14 @@ func TestPlanTopologyUpgradeChained(t *testing.T) {
 			in: plan.TopologyUpgradeInput{
 				Version: "v1.30.5", KubernetesVersions: []string{"v1.30.0", "v1.30.2", "v1.30.5", "v1.31.0"}, ControlPlane: kcp("v1.30.0"),
 			},
-			want: want{cp: "v1.30.5", cpPlan: []string{"v1.30.5"}, step: "v1.30.5", reason: upgrading},
+			want: want{cp: "v1.30.5", step: "v1.30.5", reason: upgrading},
 		},
 		{
 			name: "one minor within the list: the target, not a later patch of its minor",
 			in: plan.TopologyUpgradeInput{
 				Version: "v1.31.0", KubernetesVersions: class, ControlPlane: kcp("v1.30.5"),
 			},
-			want: want{cp: "v1.31.0", cpPlan: []string{"v1.31.0"}, step: "v1.31.0", reason: upgrading},
+			want: want{cp: "v1.31.0", step: "v1.31.0", reason: upgrading},
 		},
 		{
 			name: "MachineDeployments and MachinePools share the workers' plan, from the lowest of them",
@@ -602,7 +602,7 @@ func TestPlanTopologyUpgradeChained(t *testing.T) {
 			},
 			want: want{
 				cp: "v1.33.4", mds: versions("md-0", "v1.32.1"), mps: versions("mp-0", "v1.30.5"),
-				cpPlan: []string{"v1.33.4", "v1.34.0"}, workerPlan: []string{"v1.33.4", "v1.34.0"}, step: "v1.33.4", reason: upgrading,
+				cpPlan: []string{"v1.34.0"}, workerPlan: []string{"v1.33.4", "v1.34.0"}, step: "v1.33.4", reason: upgrading,
 			},
 		},
 	})
@@ -679,7 +679,7 @@ func TestPlanTopologyUpgradeBuildMetadata(t *testing.T) {
 	})
 	checkDecision(t, got, want{
 		cp: "v1.31.0+vendor.2", mds: versions("md-0", "v1.31.0+vendor.1"),
-		cpPlan: []string{"v1.31.0+vendor.2"}, workerPlan: []string{"v1.31.0+vendor.2"}, step: "v1.31.0+vendor.2", reason: upgrading,
+		workerPlan: []string{"v1.31.0+vendor.2"}, step: "v1.31.0+vendor.2", reason: upgrading,
 	})
 	// Through the class's list, as upstream, a new build of the control
 	// plane's own version is not a step: the list cannot reach the target.
@@ -698,7 +698,7 @@ func TestPlanTopologyUpgradeBuildMetadata(t *testing.T) {
 	})
 	checkDecision(t, got, want{
 		cp: "v1.31.0+def", mds: versions("md-0", "v1.31.0+def", "md-1", "v1.31.0+def"),
-		workerPlan: []string{"v1.31.0+def"}, step: "v1.31.0+def", reason: upgrading,
+		step: "v1.31.0+def", reason: upgrading,
 	})
 	// "1.31.0" and "v1.31.0" are one version: nothing to do.
 	got = plan.PlanTopologyUpgrade(plan.TopologyUpgradeInput{
