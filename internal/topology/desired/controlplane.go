@@ -1,0 +1,178 @@
+package desired
+
+import (
+	"fmt"
+	"maps"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+)
+
+// fieldPath is a path in an unstructured object.
+type fieldPath []string
+
+func (p fieldPath) with(more ...string) []string {
+	return append(append([]string{}, p...), more...)
+}
+
+// The control plane fields the topology sets, where the v1beta2 control
+// plane contract puts them (KubeadmControlPlane's spec among others).
+var (
+	pathVersion                          = fieldPath{"spec", "version"}
+	pathReplicas                         = fieldPath{"spec", "replicas"}
+	pathRolloutAfter                     = fieldPath{"spec", "rollout", "after"}
+	pathMachineTemplateMetadata          = fieldPath{"spec", "machineTemplate", "metadata"}
+	pathMachineTemplateInfrastructureRef = fieldPath{"spec", "machineTemplate", "spec", "infrastructureRef"}
+	pathMachineTemplateReadinessGates    = fieldPath{"spec", "machineTemplate", "spec", "readinessGates"}
+	pathMachineTemplateTaints            = fieldPath{"spec", "machineTemplate", "spec", "taints"}
+	pathMachineTemplateDeletion          = fieldPath{"spec", "machineTemplate", "spec", "deletion"}
+)
+
+// controlPlaneMetadata is the control plane's labels and annotations: the
+// class's, overridden by the topology's, plus the cluster name and topology
+// owned labels. Its Machines get them too.
+func controlPlaneMetadata(in Input) (labels, annotations map[string]string) {
+	class, topology := in.Class.Spec.ControlPlane.Metadata, in.Cluster.Spec.Topology.ControlPlane.Metadata
+	labels = merged(class.Labels, topology.Labels)
+	labels[clusterv1.ClusterNameLabel] = in.Cluster.Name
+	labels[clusterv1.ClusterTopologyOwnedLabel] = ""
+	return labels, merged(class.Annotations, topology.Annotations)
+}
+
+func buildControlPlane(in Input, bp *blueprint, n objectNames, version string) (*unstructured.Unstructured, error) {
+	labels, annotations := controlPlaneMetadata(in)
+	cp, err := objectFromTemplate(in, bp.controlPlane, n.controlPlane, labels, annotations, false)
+	if err != nil {
+		return nil, err
+	}
+	topology := in.Cluster.Spec.Topology.ControlPlane
+	class := in.Class.Spec.ControlPlane
+	set := func(value any, path ...string) error {
+		if err := setValue(cp, value, path...); err != nil {
+			return fmt.Errorf("setting %s on %s %s: %w", fieldPath(path).String(), cp.GetKind(), cp.GetName(), err)
+		}
+		return nil
+	}
+
+	if bp.controlPlaneMachineInfrastructure != nil {
+		t := bp.controlPlaneMachineInfrastructure
+		ref := clusterv1.ContractVersionedObjectReference{APIGroup: t.GroupVersionKind().Group, Kind: t.GetKind(), Name: n.controlPlaneMachineInfrastructure}
+		if err := set(ref, pathMachineTemplateInfrastructureRef...); err != nil {
+			return nil, err
+		}
+		// The Machines carry the control plane's labels and annotations,
+		// over whatever the template's machineTemplate.metadata holds.
+		for _, field := range []struct {
+			name string
+			add  map[string]string
+		}{{"labels", labels}, {"annotations", annotations}} {
+			existing, _, _ := unstructured.NestedStringMap(cp.Object, pathMachineTemplateMetadata.with(field.name)...)
+			if err := set(merged(existing, field.add), pathMachineTemplateMetadata.with(field.name)...); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if topology.Replicas != nil {
+		if err := set(*topology.Replicas, pathReplicas...); err != nil {
+			return nil, err
+		}
+	}
+	if !topology.Rollout.After.IsZero() {
+		if err := set(topology.Rollout.After.UTC().Format(time.RFC3339), pathRolloutAfter...); err != nil {
+			return nil, err
+		}
+	}
+	// The class's readiness gates and taints apply unless the topology
+	// sets its own; when neither does the field is left to the template.
+	if gates := firstSet(topology.ReadinessGates, class.ReadinessGates); gates != nil {
+		if err := set(gates, pathMachineTemplateReadinessGates...); err != nil {
+			return nil, err
+		}
+	}
+	if taints := firstSet(topology.Taints, class.Taints); taints != nil {
+		if err := set(taints, pathMachineTemplateTaints...); err != nil {
+			return nil, err
+		}
+	}
+	for _, d := range []struct {
+		field           string
+		topology, class *int32
+	}{
+		{"nodeDrainTimeoutSeconds", topology.Deletion.NodeDrainTimeoutSeconds, class.Deletion.NodeDrainTimeoutSeconds},
+		{"nodeVolumeDetachTimeoutSeconds", topology.Deletion.NodeVolumeDetachTimeoutSeconds, class.Deletion.NodeVolumeDetachTimeoutSeconds},
+		{"nodeDeletionTimeoutSeconds", topology.Deletion.NodeDeletionTimeoutSeconds, class.Deletion.NodeDeletionTimeoutSeconds},
+	} {
+		if v := firstPtr(d.topology, d.class); v != nil {
+			if err := set(*v, pathMachineTemplateDeletion.with(d.field)...); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := set(version, pathVersion...); err != nil {
+		return nil, err
+	}
+	return cp, nil
+}
+
+// controlPlaneVersionState reads where a control plane is: its spec.version,
+// and whether its Machines are still being brought there (no status version
+// yet while it is provisioned; a status.versions entry, or
+// status.version, that differs from spec.version while it rolls).
+func controlPlaneVersionState(cp *unstructured.Unstructured) (exists bool, version string, upgrading bool) {
+	if cp == nil {
+		return false, "", false
+	}
+	version, _, _ = unstructured.NestedString(cp.Object, pathVersion...)
+	if versions, found, _ := unstructured.NestedSlice(cp.Object, "status", "versions"); found && len(versions) > 0 {
+		for _, v := range versions {
+			m, _ := v.(map[string]any)
+			if got, _ := m["version"].(string); got != version {
+				return true, version, true
+			}
+		}
+		return true, version, false
+	}
+	statusVersion, _, _ := unstructured.NestedString(cp.Object, "status", "version")
+	return true, version, statusVersion != version
+}
+
+func (p fieldPath) String() string {
+	s := ""
+	for i, f := range p {
+		if i > 0 {
+			s += "."
+		}
+		s += f
+	}
+	return s
+}
+
+// merged is a new map holding base's entries overridden by over's.
+func merged(base, over map[string]string) map[string]string {
+	out := make(map[string]string, len(base)+len(over))
+	maps.Copy(out, base)
+	maps.Copy(out, over)
+	return out
+}
+
+// firstSet is the first of the slices that is set (not nil).
+func firstSet[T any](candidates ...[]T) []T {
+	for _, c := range candidates {
+		if c != nil {
+			return c
+		}
+	}
+	return nil
+}
+
+// firstPtr is the first of the pointers that is set.
+func firstPtr[T any](candidates ...*T) *T {
+	for _, c := range candidates {
+		if c != nil {
+			return c
+		}
+	}
+	return nil
+}
