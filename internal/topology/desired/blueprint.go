@@ -2,12 +2,14 @@ package desired
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/plan"
 )
 
 // blueprint is the class resolved for one Cluster: a private copy of every
@@ -129,4 +131,27 @@ func classNames[T any](classes []T, name func(T) string) string {
 func unknownClass(in Input, at, topologyName, className, classField, defined string) error {
 	return fmt.Errorf("%s (%q) names class %q, which ClusterClass %s/%s does not define in %s (it defines: %s): use one of those or add the class",
 		at, topologyName, className, in.Class.Namespace, in.Class.Name, classField, defined)
+}
+
+// dropPendingCreates leaves out the workers that do not exist yet and that
+// the version decision says not to create yet.
+func (bp *blueprint) dropPendingCreates(in Input, upgrade plan.TopologyUpgrade) {
+	pending := func(list []string, name string) bool { return slices.Contains(list, name) }
+	var mds []*deploymentBlueprint
+	for _, md := range bp.machineDeployments {
+		current := in.Current.MachineDeployments[md.topology.Name]
+		if (current == nil || current.Object == nil) && pending(upgrade.MachineDeploymentsCreatePending, md.topology.Name) {
+			continue
+		}
+		mds = append(mds, md)
+	}
+	var mps []*poolBlueprint
+	for _, mp := range bp.machinePools {
+		current := in.Current.MachinePools[mp.topology.Name]
+		if (current == nil || current.Object == nil) && pending(upgrade.MachinePoolsCreatePending, mp.topology.Name) {
+			continue
+		}
+		mps = append(mps, mp)
+	}
+	bp.machineDeployments, bp.machinePools = mds, mps
 }

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/plan"
 )
 
 // fieldPath is a path in an unstructured object.
@@ -116,26 +117,36 @@ func buildControlPlane(in Input, bp *blueprint, n objectNames, version string) (
 	return cp, nil
 }
 
-// controlPlaneVersionState reads where a control plane is: its spec.version,
-// and whether its Machines are still being brought there (no status version
-// yet while it is provisioned; a status.versions entry, or
-// status.version, that differs from spec.version while it rolls).
-func controlPlaneVersionState(cp *unstructured.Unstructured) (exists bool, version string, upgrading bool) {
+// controlPlaneVersionState reads where a control plane is for the version
+// decision: its spec.version; provisioning while it reports no version
+// (neither status.versions nor status.version: its first Machines are being
+// made); upgrading while a version it reports differs from spec.version.
+func controlPlaneVersionState(cp *unstructured.Unstructured) plan.ControlPlaneVersionState {
 	if cp == nil {
-		return false, "", false
+		return plan.ControlPlaneVersionState{}
 	}
-	version, _, _ = unstructured.NestedString(cp.Object, pathVersion...)
-	if versions, found, _ := unstructured.NestedSlice(cp.Object, "status", "versions"); found && len(versions) > 0 {
-		for _, v := range versions {
-			m, _ := v.(map[string]any)
-			if got, _ := m["version"].(string); got != version {
-				return true, version, true
-			}
+	state := plan.ControlPlaneVersionState{Exists: true, Kind: cp.GetKind()}
+	state.Version, _, _ = unstructured.NestedString(cp.Object, pathVersion...)
+	var reported []string
+	versions, _, _ := unstructured.NestedSlice(cp.Object, "status", "versions")
+	for _, v := range versions {
+		m, _ := v.(map[string]any)
+		if got, _ := m["version"].(string); got != "" {
+			reported = append(reported, got)
 		}
-		return true, version, false
 	}
-	statusVersion, _, _ := unstructured.NestedString(cp.Object, "status", "version")
-	return true, version, statusVersion != version
+	if len(reported) == 0 {
+		if v, _, _ := unstructured.NestedString(cp.Object, "status", "version"); v != "" {
+			reported = append(reported, v)
+		}
+	}
+	state.Provisioning = len(reported) == 0
+	for _, v := range reported {
+		if v != state.Version {
+			state.Upgrading = true
+		}
+	}
+	return state
 }
 
 func (p fieldPath) String() string {

@@ -80,6 +80,11 @@ type MachinePool struct {
 	Infrastructure *unstructured.Unstructured
 }
 
+// UpgradeStepAnnotation on a managed Cluster holds the version of the
+// upgrade step under way (Cluster API's own annotation: KubeadmControlPlanes
+// and MachineSets read it to create Machines during a chained upgrade).
+const UpgradeStepAnnotation = "topology.internal.cluster.x-k8s.io/upgrade-step"
+
 // State is the desired topology.
 type State struct {
 	// Cluster carries the references the topology sets on the Cluster
@@ -89,8 +94,13 @@ type State struct {
 	ControlPlane                      *unstructured.Unstructured
 	ControlPlaneMachineInfrastructure *unstructured.Unstructured
 	ControlPlaneHealthCheck           *clusterv1.MachineHealthCheck
-	MachineDeployments                map[string]*MachineDeployment
-	MachinePools                      map[string]*MachinePool
+	// MachineDeployments and MachinePools are keyed by topology name. A
+	// topology entry whose creation must wait (the control plane is not
+	// stable at the topology's version) is not there:
+	// Upgrade.MachineDeploymentsCreatePending and
+	// Upgrade.MachinePoolsCreatePending list it.
+	MachineDeployments map[string]*MachineDeployment
+	MachinePools       map[string]*MachinePool
 	// Upgrade is the version decision the state was computed with.
 	Upgrade plan.TopologyUpgrade
 }
@@ -116,6 +126,10 @@ func Compute(in Input) (*State, error) {
 		return nil, err
 	}
 	upgrade := plan.PlanTopologyUpgrade(upgradeInput(in))
+	if upgrade.Err != nil {
+		return nil, fmt.Errorf("no upgrade can be planned: %w", upgrade.Err)
+	}
+	bp.dropPendingCreates(in, upgrade)
 	n, err := nameObjects(in, bp)
 	if err != nil {
 		return nil, err

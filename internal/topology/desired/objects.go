@@ -41,6 +41,14 @@ func build(in Input, bp *blueprint, n objectNames, upgrade plan.TopologyUpgrade)
 		clusterv1.ClusterNameLabel:          cluster.Name,
 		clusterv1.ClusterTopologyOwnedLabel: "",
 	})
+	// The upgrade step tells the control plane and MachineSets which
+	// version a chained upgrade is at; it goes once no upgrade is under way.
+	if upgrade.UpgradeStep != "" {
+		cluster.Annotations = merged(cluster.Annotations, map[string]string{UpgradeStepAnnotation: upgrade.UpgradeStep})
+	} else if _, ok := cluster.Annotations[UpgradeStepAnnotation]; ok {
+		cluster.Annotations = merged(cluster.Annotations, nil)
+		delete(cluster.Annotations, UpgradeStepAnnotation)
+	}
 	cluster.Spec.InfrastructureRef = referenceTo(state.InfrastructureCluster)
 	cluster.Spec.ControlPlaneRef = referenceTo(state.ControlPlane)
 	state.Cluster = cluster

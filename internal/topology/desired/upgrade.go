@@ -16,7 +16,7 @@ func upgradeInput(in Input) plan.TopologyUpgradeInput {
 		KubernetesVersions: in.Class.Spec.KubernetesVersions,
 		Concurrency:        upgradeConcurrency(in.Cluster),
 	}
-	out.ControlPlane.Exists, out.ControlPlane.Version, out.ControlPlane.Upgrading = controlPlaneVersionState(in.Current.ControlPlane)
+	out.ControlPlane = controlPlaneVersionState(in.Current.ControlPlane)
 
 	for _, md := range topology.Workers.MachineDeployments {
 		// The upgrade annotations are read from the topology (they are
@@ -24,6 +24,7 @@ func upgradeInput(in Input) plan.TopologyUpgradeInput {
 		state := plan.WorkerVersionState{Name: md.Name, Hold: hasAnnotation(md.Metadata, clusterv1.ClusterTopologyHoldUpgradeSequenceAnnotation), Defer: hasAnnotation(md.Metadata, clusterv1.ClusterTopologyDeferUpgradeAnnotation)}
 		if current := in.Current.MachineDeployments[md.Name]; current != nil && current.Object != nil {
 			state.Exists = true
+			state.ObjectName = current.Object.Name
 			state.Version = current.Object.Spec.Template.Spec.Version
 			state.Upgrading = notAllAt(current.Object.Status.Versions, state.Version)
 		}
@@ -33,6 +34,7 @@ func upgradeInput(in Input) plan.TopologyUpgradeInput {
 		state := plan.WorkerVersionState{Name: mp.Name, Hold: hasAnnotation(mp.Metadata, clusterv1.ClusterTopologyHoldUpgradeSequenceAnnotation), Defer: hasAnnotation(mp.Metadata, clusterv1.ClusterTopologyDeferUpgradeAnnotation)}
 		if current := in.Current.MachinePools[mp.Name]; current != nil && current.Object != nil {
 			state.Exists = true
+			state.ObjectName = current.Object.Name
 			state.Version = current.Object.Spec.Template.Spec.Version
 			state.Upgrading = notAllAt(current.Object.Status.Versions, state.Version)
 		}
@@ -73,15 +75,14 @@ func controlPlaneVersion(in Input, decided string) string {
 	if decided != "" {
 		return decided
 	}
-	_, current, _ := controlPlaneVersionState(in.Current.ControlPlane)
-	if current != "" {
+	if current := controlPlaneVersionState(in.Current.ControlPlane).Version; current != "" {
 		return current
 	}
 	return in.Cluster.Spec.Topology.Version
 }
 
-// workerVersion is the version the decision gives a worker; one it does not
-// mention keeps the version it has, or, when new, gets the topology's.
+// workerVersion is the version the decision gives a worker; an existing one
+// it does not mention keeps the version it has.
 func workerVersion(in Input, decided map[string]string, name, current string) string {
 	if v, ok := decided[name]; ok && v != "" {
 		return v
