@@ -160,4 +160,3 @@ func buildMachinePool(in Input, mp *poolBlueprint, n *workerNames, version strin
 func referenceTo(obj *unstructured.Unstructured) clusterv1.ContractVersionedObjectReference {
 	return contract.ReferenceTo(obj)
 }
-
