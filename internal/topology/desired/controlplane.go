@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/contract"
 	"capstan.dev/capstan/internal/plan"
 )
 
@@ -52,7 +53,7 @@ func buildControlPlane(in Input, bp *blueprint, n objectNames, version string) (
 	class := in.Class.Spec.ControlPlane
 	set := func(value any, path ...string) error {
 		if err := setValue(cp, value, path...); err != nil {
-			return fmt.Errorf("setting %s on %s %s: %w", fieldPath(path).String(), cp.GetKind(), cp.GetName(), err)
+			return fmt.Errorf("setting %s on %s %s: %w", contract.Path(path).String(), cp.GetKind(), cp.GetName(), err)
 		}
 		return nil
 	}
@@ -97,16 +98,16 @@ func buildControlPlane(in Input, bp *blueprint, n objectNames, version string) (
 			return nil, err
 		}
 	}
-	for _, d := range []struct {
-		field           string
-		topology, class *int32
-	}{
-		{"nodeDrainTimeoutSeconds", topology.Deletion.NodeDrainTimeoutSeconds, class.Deletion.NodeDrainTimeoutSeconds},
-		{"nodeVolumeDetachTimeoutSeconds", topology.Deletion.NodeVolumeDetachTimeoutSeconds, class.Deletion.NodeVolumeDetachTimeoutSeconds},
-		{"nodeDeletionTimeoutSeconds", topology.Deletion.NodeDeletionTimeoutSeconds, class.Deletion.NodeDeletionTimeoutSeconds},
+	// The deletion timeouts go to the Machines, where the contract puts
+	// them; one neither the topology nor the class sets is the template's.
+	deletion := deletionTimeouts(clusterv1.MachineDeletionSpec(topology.Deletion), clusterv1.MachineDeletionSpec(class.Deletion))
+	for field, v := range map[string]*int32{
+		"nodeDrainTimeoutSeconds":        deletion.NodeDrainTimeoutSeconds,
+		"nodeVolumeDetachTimeoutSeconds": deletion.NodeVolumeDetachTimeoutSeconds,
+		"nodeDeletionTimeoutSeconds":     deletion.NodeDeletionTimeoutSeconds,
 	} {
-		if v := firstPtr(d.topology, d.class); v != nil {
-			if err := set(*v, pathMachineTemplateDeletion.with(d.field)...); err != nil {
+		if v != nil {
+			if err := set(*v, pathMachineTemplateDeletion.with(field)...); err != nil {
 				return nil, err
 			}
 		}
@@ -147,17 +148,6 @@ func controlPlaneVersionState(cp *unstructured.Unstructured) plan.ControlPlaneVe
 		}
 	}
 	return state
-}
-
-func (p fieldPath) String() string {
-	s := ""
-	for i, f := range p {
-		if i > 0 {
-			s += "."
-		}
-		s += f
-	}
-	return s
 }
 
 // merged is a new map holding base's entries overridden by over's.

@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/names"
 )
 
@@ -61,55 +62,81 @@ func nameObjects(in Input, bp *blueprint) (objectNames, error) {
 	}
 
 	for _, md := range bp.machineDeployments {
-		w := &workerNames{}
-		current := in.Current.MachineDeployments[md.topology.Name]
-		if current != nil && current.Object != nil {
-			w.object = current.Object.Name
-			w.bootstrap = firstName(nameOf(current.Bootstrap), current.Object.Spec.Template.Spec.Bootstrap.ConfigRef.Name)
-			w.infrastructure = firstName(nameOf(current.Infrastructure), current.Object.Spec.Template.Spec.InfrastructureRef.Name)
+		w := worker{
+			topologyName: md.topology.Name, dataKey: "machineDeployment",
+			field:        fmt.Sprintf("spec.workers.machineDeployments[class=%s].naming.template", md.class.Class),
+			nameTemplate: md.class.Naming.Template, defaultTemplate: defaultDeploymentNameTemplate,
 		}
-		if w.object == "" {
-			data := clusterData()
-			data["machineDeployment"] = map[string]any{"topologyName": md.topology.Name}
-			if w.object, err = render(in, fmt.Sprintf("spec.workers.machineDeployments[class=%s].naming.template", md.class.Class), md.class.Naming.Template, defaultDeploymentNameTemplate, data); err != nil {
-				return n, err
-			}
+		if current := in.Current.MachineDeployments[md.topology.Name]; current != nil && current.Object != nil {
+			w.current = existingNames(current.Object.Name, current.Object.Spec.Template.Spec, current.Bootstrap, current.Infrastructure)
 		}
-		prefix := cluster.Name + "-" + md.topology.Name + "-"
-		if w.bootstrap == "" {
-			w.bootstrap = names.WithPrefix(prefix, in.Random)
+		if n.machineDeployments[md.topology.Name], err = nameWorker(in, w); err != nil {
+			return n, err
 		}
-		if w.infrastructure == "" {
-			w.infrastructure = names.WithPrefix(prefix, in.Random)
-		}
-		n.machineDeployments[md.topology.Name] = w
 	}
-
 	for _, mp := range bp.machinePools {
-		w := &workerNames{}
-		current := in.Current.MachinePools[mp.topology.Name]
-		if current != nil && current.Object != nil {
-			w.object = current.Object.Name
-			w.bootstrap = firstName(nameOf(current.Bootstrap), current.Object.Spec.Template.Spec.Bootstrap.ConfigRef.Name)
-			w.infrastructure = firstName(nameOf(current.Infrastructure), current.Object.Spec.Template.Spec.InfrastructureRef.Name)
+		w := worker{
+			topologyName: mp.topology.Name, dataKey: "machinePool",
+			field:        fmt.Sprintf("spec.workers.machinePools[class=%s].naming.template", mp.class.Class),
+			nameTemplate: mp.class.Naming.Template, defaultTemplate: defaultPoolNameTemplate,
 		}
-		if w.object == "" {
-			data := clusterData()
-			data["machinePool"] = map[string]any{"topologyName": mp.topology.Name}
-			if w.object, err = render(in, fmt.Sprintf("spec.workers.machinePools[class=%s].naming.template", mp.class.Class), mp.class.Naming.Template, defaultPoolNameTemplate, data); err != nil {
-				return n, err
-			}
+		if current := in.Current.MachinePools[mp.topology.Name]; current != nil && current.Object != nil {
+			w.current = existingNames(current.Object.Name, current.Object.Spec.Template.Spec, current.Bootstrap, current.Infrastructure)
 		}
-		prefix := cluster.Name + "-" + mp.topology.Name + "-"
-		if w.bootstrap == "" {
-			w.bootstrap = names.WithPrefix(prefix, in.Random)
+		if n.machinePools[mp.topology.Name], err = nameWorker(in, w); err != nil {
+			return n, err
 		}
-		if w.infrastructure == "" {
-			w.infrastructure = names.WithPrefix(prefix, in.Random)
-		}
-		n.machinePools[mp.topology.Name] = w
 	}
 	return n, nil
+}
+
+// worker is what naming a MachineDeployment or MachinePool topology needs.
+type worker struct {
+	topologyName string
+	// dataKey is where its naming template finds .topologyName
+	// (machineDeployment or machinePool).
+	dataKey                              string
+	field, nameTemplate, defaultTemplate string
+	// current holds the names of what exists, nil when nothing does.
+	current *workerNames
+}
+
+// nameWorker keeps the names of what exists and names the rest: the object
+// from the class's naming template, its bootstrap and infrastructure objects
+// (or templates) <cluster>-<topology name>-<random>.
+func nameWorker(in Input, w worker) (*workerNames, error) {
+	out := &workerNames{}
+	if w.current != nil {
+		*out = *w.current
+	}
+	if out.object == "" {
+		data := map[string]any{
+			"cluster": map[string]any{"name": in.Cluster.Name},
+			w.dataKey: map[string]any{"topologyName": w.topologyName},
+		}
+		var err error
+		if out.object, err = render(in, w.field, w.nameTemplate, w.defaultTemplate, data); err != nil {
+			return nil, err
+		}
+	}
+	prefix := in.Cluster.Name + "-" + w.topologyName + "-"
+	if out.bootstrap == "" {
+		out.bootstrap = names.WithPrefix(prefix, in.Random)
+	}
+	if out.infrastructure == "" {
+		out.infrastructure = names.WithPrefix(prefix, in.Random)
+	}
+	return out, nil
+}
+
+// existingNames are the names of an existing worker's objects: the ones it
+// was given, or those its spec refers to when they were not found.
+func existingNames(name string, spec clusterv1.MachineSpec, bootstrap, infrastructure *unstructured.Unstructured) *workerNames {
+	return &workerNames{
+		object:         name,
+		bootstrap:      firstName(nameOf(bootstrap), spec.Bootstrap.ConfigRef.Name),
+		infrastructure: firstName(nameOf(infrastructure), spec.InfrastructureRef.Name),
+	}
 }
 
 // render names a new object from the class's naming template, or the

@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
@@ -141,35 +142,27 @@ func controlPlaneBuiltins(in Input, s *State) *variables.ControlPlaneBuiltins {
 }
 
 func deploymentBuiltins(md *deploymentBlueprint, s *MachineDeployment) *variables.MachineDeploymentBuiltins {
-	obj := s.Object
-	b := &variables.MachineDeploymentBuiltins{
-		Version:           obj.Spec.Template.Spec.Version,
-		Metadata:          builtinMetadata(obj.Labels, obj.Annotations),
-		Class:             md.class.Class,
-		Name:              obj.Name,
-		TopologyName:      md.topology.Name,
-		Bootstrap:         &variables.MachineBootstrapBuiltins{ConfigRef: &variables.MachineBootstrapConfigRefBuiltins{Name: s.Bootstrap.GetName()}},
-		InfrastructureRef: &variables.MachineInfrastructureRefBuiltins{Name: s.Infrastructure.GetName()},
-	}
-	if obj.Spec.Replicas != nil {
-		b.Replicas = ptr.To(int64(*obj.Spec.Replicas))
-	}
-	return b
+	return workerBuiltins(md.class.Class, md.topology.Name, s.Object.ObjectMeta, s.Object.Spec.Replicas, s.Object.Spec.Template.Spec, s.Bootstrap, s.Infrastructure)
 }
 
+// poolBuiltins are a MachinePool's, which have a MachineDeployment's shape.
 func poolBuiltins(mp *poolBlueprint, s *MachinePool) *variables.MachinePoolBuiltins {
-	obj := s.Object
-	b := &variables.MachinePoolBuiltins{
-		Version:           obj.Spec.Template.Spec.Version,
-		Metadata:          builtinMetadata(obj.Labels, obj.Annotations),
-		Class:             mp.class.Class,
-		Name:              obj.Name,
-		TopologyName:      mp.topology.Name,
-		Bootstrap:         &variables.MachineBootstrapBuiltins{ConfigRef: &variables.MachineBootstrapConfigRefBuiltins{Name: s.Bootstrap.GetName()}},
-		InfrastructureRef: &variables.MachineInfrastructureRefBuiltins{Name: s.Infrastructure.GetName()},
+	b := variables.MachinePoolBuiltins(*workerBuiltins(mp.class.Class, mp.topology.Name, s.Object.ObjectMeta, s.Object.Spec.Replicas, s.Object.Spec.Template.Spec, s.Bootstrap, s.Infrastructure))
+	return &b
+}
+
+func workerBuiltins(class, topologyName string, meta metav1.ObjectMeta, replicas *int32, spec clusterv1.MachineSpec, bootstrap, infrastructure *unstructured.Unstructured) *variables.MachineDeploymentBuiltins {
+	b := &variables.MachineDeploymentBuiltins{
+		Version:           spec.Version,
+		Metadata:          builtinMetadata(meta.Labels, meta.Annotations),
+		Class:             class,
+		Name:              meta.Name,
+		TopologyName:      topologyName,
+		Bootstrap:         &variables.MachineBootstrapBuiltins{ConfigRef: &variables.MachineBootstrapConfigRefBuiltins{Name: bootstrap.GetName()}},
+		InfrastructureRef: &variables.MachineInfrastructureRefBuiltins{Name: infrastructure.GetName()},
 	}
-	if obj.Spec.Replicas != nil {
-		b.Replicas = ptr.To(int64(*obj.Spec.Replicas))
+	if replicas != nil {
+		b.Replicas = ptr.To(int64(*replicas))
 	}
 	return b
 }

@@ -6,9 +6,9 @@ import (
 	"strconv"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"capstan.dev/capstan/internal/contract"
 	"capstan.dev/capstan/internal/names"
 )
 
@@ -67,7 +67,7 @@ func templateChanged(desired, current *unstructured.Unstructured, manager string
 	if manager == "" {
 		return false
 	}
-	for _, owned := range appliedFields(current, manager) {
+	for _, owned := range contract.FieldsAppliedBy(current, manager) {
 		spec, ok := owned["f:spec"].(map[string]any)
 		if !ok {
 			continue
@@ -159,22 +159,6 @@ func number(v any) (float64, bool) {
 		return f, err == nil
 	}
 	return 0, false
-}
-
-// appliedFields are the field sets manager applied to obj (server-side
-// apply, not to a subresource), decoded from its managed fields.
-func appliedFields(obj metav1.Object, manager string) []map[string]any {
-	var sets []map[string]any
-	for _, entry := range obj.GetManagedFields() {
-		if entry.Manager != manager || entry.Operation != metav1.ManagedFieldsOperationApply || entry.Subresource != "" || entry.FieldsV1 == nil {
-			continue
-		}
-		var fields map[string]any
-		if err := json.Unmarshal(entry.FieldsV1.Raw, &fields); err == nil {
-			sets = append(sets, fields)
-		}
-	}
-	return sets
 }
 
 // holds tells whether value has every field of a managed-fields set

@@ -19,28 +19,38 @@ func upgradeInput(in Input) plan.TopologyUpgradeInput {
 	out.ControlPlane = controlPlaneVersionState(in.Current.ControlPlane)
 
 	for _, md := range topology.Workers.MachineDeployments {
-		// The upgrade annotations are read from the topology (they are
-		// never copied to the objects).
-		state := plan.WorkerVersionState{Name: md.Name, Hold: hasAnnotation(md.Metadata, clusterv1.ClusterTopologyHoldUpgradeSequenceAnnotation), Defer: hasAnnotation(md.Metadata, clusterv1.ClusterTopologyDeferUpgradeAnnotation)}
-		if current := in.Current.MachineDeployments[md.Name]; current != nil && current.Object != nil {
-			state.Exists = true
-			state.ObjectName = current.Object.Name
-			state.Version = current.Object.Spec.Template.Spec.Version
-			state.Upgrading = notAllAt(current.Object.Status.Versions, state.Version)
+		state := workerVersionState(md.Name, md.Metadata)
+		if c := in.Current.MachineDeployments[md.Name]; c != nil && c.Object != nil {
+			setCurrent(&state, c.Object.Name, c.Object.Spec.Template.Spec.Version, c.Object.Status.Versions)
 		}
 		out.MachineDeployments = append(out.MachineDeployments, state)
 	}
 	for _, mp := range topology.Workers.MachinePools {
-		state := plan.WorkerVersionState{Name: mp.Name, Hold: hasAnnotation(mp.Metadata, clusterv1.ClusterTopologyHoldUpgradeSequenceAnnotation), Defer: hasAnnotation(mp.Metadata, clusterv1.ClusterTopologyDeferUpgradeAnnotation)}
-		if current := in.Current.MachinePools[mp.Name]; current != nil && current.Object != nil {
-			state.Exists = true
-			state.ObjectName = current.Object.Name
-			state.Version = current.Object.Spec.Template.Spec.Version
-			state.Upgrading = notAllAt(current.Object.Status.Versions, state.Version)
+		state := workerVersionState(mp.Name, mp.Metadata)
+		if c := in.Current.MachinePools[mp.Name]; c != nil && c.Object != nil {
+			setCurrent(&state, c.Object.Name, c.Object.Spec.Template.Spec.Version, c.Object.Status.Versions)
 		}
 		out.MachinePools = append(out.MachinePools, state)
 	}
 	return out
+}
+
+// workerVersionState is a worker as the version decision sees it before it
+// exists. The upgrade annotations are read from the topology (they are never
+// copied to the objects).
+func workerVersionState(name string, meta clusterv1.ObjectMeta) plan.WorkerVersionState {
+	return plan.WorkerVersionState{
+		Name:  name,
+		Hold:  hasAnnotation(meta, clusterv1.ClusterTopologyHoldUpgradeSequenceAnnotation),
+		Defer: hasAnnotation(meta, clusterv1.ClusterTopologyDeferUpgradeAnnotation),
+	}
+}
+
+// setCurrent records an existing worker: its name, version, and whether its
+// Machines (counted by version in its status) are not all there yet.
+func setCurrent(w *plan.WorkerVersionState, objectName, version string, machines []clusterv1.StatusVersion) {
+	w.Exists, w.ObjectName, w.Version = true, objectName, version
+	w.Upgrading = notAllAt(machines, version)
 }
 
 // upgradeConcurrency is the Cluster's upgrade-concurrency annotation; 1 when

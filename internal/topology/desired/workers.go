@@ -81,11 +81,7 @@ func buildMachineDeployment(in Input, md *deploymentBlueprint, n *workerNames, v
 					MinReadySeconds:   firstPtr(topology.MinReadySeconds, class.MinReadySeconds),
 					ReadinessGates:    firstSet(topology.ReadinessGates, class.ReadinessGates),
 					Taints:            firstSet(topology.Taints, class.Taints),
-					Deletion: clusterv1.MachineDeletionSpec{
-						NodeDrainTimeoutSeconds:        firstPtr(topology.Deletion.NodeDrainTimeoutSeconds, class.Deletion.NodeDrainTimeoutSeconds),
-						NodeVolumeDetachTimeoutSeconds: firstPtr(topology.Deletion.NodeVolumeDetachTimeoutSeconds, class.Deletion.NodeVolumeDetachTimeoutSeconds),
-						NodeDeletionTimeoutSeconds:     firstPtr(topology.Deletion.NodeDeletionTimeoutSeconds, class.Deletion.NodeDeletionTimeoutSeconds),
-					},
+					Deletion:          deletionTimeouts(deploymentTimeouts(topology.Deletion), deploymentTimeouts(class.Deletion)),
 				},
 			},
 		},
@@ -144,16 +140,32 @@ func buildMachinePool(in Input, mp *poolBlueprint, n *workerNames, version strin
 					InfrastructureRef: referenceTo(infrastructure),
 					MinReadySeconds:   firstPtr(topology.MinReadySeconds, class.MinReadySeconds),
 					Taints:            firstSet(topology.Taints, class.Taints),
-					Deletion: clusterv1.MachineDeletionSpec{
-						NodeDrainTimeoutSeconds:        firstPtr(topology.Deletion.NodeDrainTimeoutSeconds, class.Deletion.NodeDrainTimeoutSeconds),
-						NodeVolumeDetachTimeoutSeconds: firstPtr(topology.Deletion.NodeVolumeDetachTimeoutSeconds, class.Deletion.NodeVolumeDetachTimeoutSeconds),
-						NodeDeletionTimeoutSeconds:     firstPtr(topology.Deletion.NodeDeletionTimeoutSeconds, class.Deletion.NodeDeletionTimeoutSeconds),
-					},
+					Deletion:          deletionTimeouts(clusterv1.MachineDeletionSpec(topology.Deletion), clusterv1.MachineDeletionSpec(class.Deletion)),
 				},
 			},
 		},
 	}
 	return &MachinePool{Object: obj, Bootstrap: bootstrap, Infrastructure: infrastructure}, nil
+}
+
+// deletionTimeouts are the Machines' deletion timeouts: the topology's, each
+// one the class's where the topology leaves it unset.
+func deletionTimeouts(topology, class clusterv1.MachineDeletionSpec) clusterv1.MachineDeletionSpec {
+	return clusterv1.MachineDeletionSpec{
+		NodeDrainTimeoutSeconds:        firstPtr(topology.NodeDrainTimeoutSeconds, class.NodeDrainTimeoutSeconds),
+		NodeVolumeDetachTimeoutSeconds: firstPtr(topology.NodeVolumeDetachTimeoutSeconds, class.NodeVolumeDetachTimeoutSeconds),
+		NodeDeletionTimeoutSeconds:     firstPtr(topology.NodeDeletionTimeoutSeconds, class.NodeDeletionTimeoutSeconds),
+	}
+}
+
+// deploymentTimeouts are the timeouts of a worker class's or topology's
+// deletion settings (the order goes on the MachineDeployment).
+func deploymentTimeouts(d clusterv1.MachineDeploymentTopologyMachineDeletionSpec) clusterv1.MachineDeletionSpec {
+	return clusterv1.MachineDeletionSpec{
+		NodeDrainTimeoutSeconds:        d.NodeDrainTimeoutSeconds,
+		NodeVolumeDetachTimeoutSeconds: d.NodeVolumeDetachTimeoutSeconds,
+		NodeDeletionTimeoutSeconds:     d.NodeDeletionTimeoutSeconds,
+	}
 }
 
 // referenceTo is the version-less reference to obj the contract uses.
