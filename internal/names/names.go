@@ -1,7 +1,3 @@
-// Package names renders the naming templates of Cluster API objects (a
-// MachineSet's Machines, a ClusterClass's generated objects) and makes
-// generated names: at most 63 characters, the last five random, as the
-// Kubernetes convention for generated names has them.
 package names
 
 import (

@@ -612,3 +612,15 @@ func TestNewWorkerWaitsForControlPlane(t *testing.T) {
 	}
 	equal(t, "create pending", second.Upgrade.MachineDeploymentsCreatePending, []string{"late"})
 }
+
+// An object made by a reconcile that stopped before the Cluster recorded it
+// keeps its name: no second control plane or infrastructure cluster.
+func TestUnrecordedObjectsKeepTheirNames(t *testing.T) {
+	first := compute(t, quickStart(t))
+	in := quickStart(t) // the Cluster without references
+	in.Current = desired.Current{InfrastructureCluster: first.InfrastructureCluster, ControlPlane: first.ControlPlane}
+	second := compute(t, in)
+	equal(t, "names", []string{second.InfrastructureCluster.GetName(), second.ControlPlane.GetName()},
+		[]string{first.InfrastructureCluster.GetName(), first.ControlPlane.GetName()})
+	equal(t, "cluster references", second.Cluster.Spec.ControlPlaneRef.Name, first.ControlPlane.GetName())
+}

@@ -39,13 +39,15 @@ func nameObjects(in Input, bp *blueprint) (objectNames, error) {
 	clusterData := func() map[string]any { return map[string]any{"cluster": map[string]any{"name": cluster.Name}} }
 	var err error
 
-	n.infrastructureCluster = cluster.Spec.InfrastructureRef.Name
+	// An object the Cluster does not refer to yet (a reconcile stopped
+	// between creating it and recording it) keeps its name too.
+	n.infrastructureCluster = firstName(cluster.Spec.InfrastructureRef.Name, nameOf(in.Current.InfrastructureCluster))
 	if n.infrastructureCluster == "" {
 		if n.infrastructureCluster, err = render(in, "spec.infrastructure.naming.template", spec.Infrastructure.Naming.Template, defaultClusterObjectNameTemplate, clusterData()); err != nil {
 			return n, err
 		}
 	}
-	n.controlPlane = cluster.Spec.ControlPlaneRef.Name
+	n.controlPlane = firstName(cluster.Spec.ControlPlaneRef.Name, nameOf(in.Current.ControlPlane))
 	if n.controlPlane == "" {
 		if n.controlPlane, err = render(in, "spec.controlPlane.naming.template", spec.ControlPlane.Naming.Template, defaultClusterObjectNameTemplate, clusterData()); err != nil {
 			return n, err
