@@ -79,15 +79,17 @@ type TopologyUpgrade struct {
 	MachineDeploymentsCreatePending []string
 	MachinePoolsCreatePending       []string
 	// ControlPlaneUpgradePlan and WorkersUpgradePlan are the versions still
-	// ahead of the control plane and of the workers, next first, as the
-	// decision found them (a step written now is still listed): the
-	// Cluster's status.controlPlane.upgradePlan and status.workers.upgradePlan
-	// (see StatusUpgradePlan). Both are empty when nothing is to upgrade.
+	// ahead of the control plane and of the workers once this decision is
+	// written, next first (a step written now has left them): the Cluster's
+	// status.controlPlane.upgradePlan and status.workers.upgradePlan (see
+	// StatusUpgradePlan). Both are empty when nothing is left to upgrade;
+	// WorkersUpgradePlan is empty while no worker exists.
 	ControlPlaneUpgradePlan []string
 	WorkersUpgradePlan      []string
 	// UpgradeStep is the version of the upgrade step under way, for the
-	// Cluster's topology.internal.cluster.x-k8s.io/upgrade-step annotation
-	// (the control plane's version while an upgrade plan is not empty);
+	// Cluster's topology.internal.cluster.x-k8s.io/upgrade-step annotation:
+	// the control plane's version while the decision found a step ahead of
+	// the control plane or of the workers (the one it writes included);
 	// empty when no upgrade is under way: the annotation is then removed.
 	UpgradeStep string
 	// Reason and Message explain what waits, for the TopologyReconciled
@@ -180,11 +182,6 @@ func PlanTopologyUpgrade(in TopologyUpgradeInput) TopologyUpgrade {
 	if err != nil {
 		return refuse(in, err)
 	}
-	out.ControlPlaneUpgradePlan = plans.controlPlane
-	if anyExists(in.MachineDeployments) || anyExists(in.MachinePools) {
-		out.WorkersUpgradePlan = plans.workers
-	}
-
 	cp := decideControlPlane(in, target, plans)
 	out.ControlPlaneVersion = cp.current
 
@@ -196,8 +193,40 @@ func PlanTopologyUpgrade(in TopologyUpgradeInput) TopologyUpgrade {
 	if len(plans.controlPlane) > 0 || len(plans.workers) > 0 {
 		out.UpgradeStep = out.ControlPlaneVersion
 	}
-	out.Reason, out.Message = explain(in, out, cp, mds, mps)
+	left := plansAfter(in, out, target, plans)
+	out.ControlPlaneUpgradePlan = left.controlPlane
+	if len(out.MachineDeployments) > 0 || len(out.MachinePools) > 0 {
+		out.WorkersUpgradePlan = left.workers
+	}
+	out.Reason, out.Message = explain(in, out, plans, cp, mds, mps)
 	return out
+}
+
+// plansAfter are the plans as the next decision will find them once this
+// one is written: the status shows them, so a step leaves the status in the
+// same write that sets it on its object, not one write later.
+func plansAfter(in TopologyUpgradeInput, out TopologyUpgrade, target kubeVersion, before upgradePlans) upgradePlans {
+	next := in
+	next.ControlPlane.Version = out.ControlPlaneVersion
+	written := func(workers []WorkerVersionState, versions map[string]string) []WorkerVersionState {
+		after := make([]WorkerVersionState, 0, len(workers))
+		for _, w := range workers {
+			if v, ok := versions[w.Name]; ok {
+				w.Exists, w.Version = true, v
+			}
+			after = append(after, w)
+		}
+		return after
+	}
+	next.MachineDeployments = written(in.MachineDeployments, out.MachineDeployments)
+	next.MachinePools = written(in.MachinePools, out.MachinePools)
+	left, err := computeUpgradePlans(next, target)
+	if err != nil {
+		// Cannot happen from a state the decision accepted; the plans it
+		// started from are then the better report.
+		return before
+	}
+	return left
 }
 
 // decideControlPlane picks the control plane's version: its current one, or

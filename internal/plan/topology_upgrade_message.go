@@ -12,7 +12,7 @@ import (
 // ClusterUpgrading, except when the only thing left is workers the user
 // deferred or held: then it says which kind waits on the user. The message
 // has one line per part, saying what it waits for.
-func explain(in TopologyUpgradeInput, out TopologyUpgrade, cp controlPlaneProgress, mds, mps workerDecision) (reason, message string) {
+func explain(in TopologyUpgradeInput, out TopologyUpgrade, plans upgradePlans, cp controlPlaneProgress, mds, mps workerDecision) (reason, message string) {
 	busy := func(d workerDecision) bool {
 		return len(d.upgrading) > 0 || d.anyPending() || len(d.deferred) > 0 || len(d.held) > 0 || len(d.createPending) > 0
 	}
@@ -29,18 +29,18 @@ func explain(in TopologyUpgradeInput, out TopologyUpgrade, cp controlPlaneProgre
 
 	switch {
 	case cp.starting || cp.upgrading:
-		add("%s upgrading to version %s%s", cpKind, out.ControlPlaneVersion, thenVersions(out.ControlPlaneUpgradePlan, out.ControlPlaneVersion))
-	case len(out.ControlPlaneUpgradePlan) > 0:
-		add("%s pending upgrade to version %s%s", cpKind, strings.Join(out.ControlPlaneUpgradePlan, ", "), controlPlaneWait(in, cp, mds, mps))
+		add("%s upgrading to version %s%s", cpKind, out.ControlPlaneVersion, thenVersions(plans.controlPlane, out.ControlPlaneVersion))
+	case len(plans.controlPlane) > 0:
+		add("%s pending upgrade to version %s%s", cpKind, strings.Join(plans.controlPlane, ", "), controlPlaneWait(in, cp, mds, mps))
 	}
 
-	workersPlan := out.WorkersUpgradePlan
+	workersPlan := plans.workers
 	if len(workersPlan) == 0 {
 		workersPlan = []string{in.Version}
 	}
 	describe := func(d workerDecision, kind, kinds string) {
 		if len(d.upgrading) > 0 {
-			add("%s upgrading to version %s%s", namedList(kind, kinds, d.upgrading), out.ControlPlaneVersion, thenVersions(out.WorkersUpgradePlan, out.ControlPlaneVersion))
+			add("%s upgrading to version %s%s", namedList(kind, kinds, d.upgrading), out.ControlPlaneVersion, thenVersions(plans.workers, out.ControlPlaneVersion))
 		}
 		pendingTo := strings.Join(workersPlan, ", ")
 		if names := d.pending[waitControlPlane]; len(names) > 0 {

@@ -35,13 +35,8 @@ func TestApplyEnabledIf(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.enabledIf, func(t *testing.T) {
-			tpl := newTemplate(t, topology.ControlPlane, "", kcpAPIVersion, kcpKind, "cp", `{template: {spec: {}}}`, vars)
-			patches := patchesOf(t, `
-- name: gated
-  definitions:
-  - selector: {apiVersion: controlplane.cluster.x-k8s.io/v1beta2, kind: KubeadmControlPlaneTemplate, matchResources: {controlPlane: true}}
-    jsonPatches:
-    - {op: add, path: /spec/template/spec/marked, value: true}`)
+			tpl := controlPlaneTemplate(t, vars)
+			patches := patchesOf(t, markControlPlane)
 			patches[0].EnabledIf = tc.enabledIf
 			if err := Apply(patches, []*topology.Template{tpl}); err != nil {
 				t.Fatalf("Apply: %v", err)
@@ -92,13 +87,8 @@ func TestApplyEnabledIfErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			tpl := newTemplate(t, topology.ControlPlane, "", kcpAPIVersion, kcpKind, "cp", `{template: {spec: {}}}`, `{text: hello}`)
-			patches := patchesOf(t, `
-- name: gated
-  definitions:
-  - selector: {apiVersion: controlplane.cluster.x-k8s.io/v1beta2, kind: KubeadmControlPlaneTemplate, matchResources: {controlPlane: true}}
-    jsonPatches:
-    - {op: add, path: /spec/template/spec/marked, value: true}`)
+			tpl := controlPlaneTemplate(t, `{text: hello}`)
+			patches := patchesOf(t, markControlPlane)
 			patches[0].EnabledIf = tc.enabledIf
 			err := Apply(patches, []*topology.Template{tpl})
 			var perr *Error
@@ -120,7 +110,7 @@ func TestApplyEnabledIfErrors(t *testing.T) {
 // A patch's enabledIf is not rendered for templates none of its
 // definitions select: its variables need not make sense there.
 func TestApplyEnabledIfOnlyWhereSelected(t *testing.T) {
-	cp := newTemplate(t, topology.ControlPlane, "", kcpAPIVersion, kcpKind, "cp", `{template: {spec: {}}}`, `{}`)
+	cp := controlPlaneTemplate(t, `{}`)
 	patches := patchesOf(t, `
 - name: workers-only
   enabledIf: "{{ .builtin.machineDeployment.class }}"
@@ -158,7 +148,7 @@ func TestApplyOrder(t *testing.T) {
     jsonPatches:
     - {op: replace, path: /spec/template/spec/list, value: [last]}`
 
-	tpl := newTemplate(t, topology.ControlPlane, "", kcpAPIVersion, kcpKind, "cp", `{template: {spec: {}}}`, `{}`)
+	tpl := controlPlaneTemplate(t, `{}`)
 	if err := Apply(patchesOf(t, first+second), []*topology.Template{tpl}); err != nil {
 		t.Fatalf("Apply: %v", err)
 	}
@@ -166,7 +156,7 @@ func TestApplyOrder(t *testing.T) {
 		t.Errorf("list = %s, want [zero one two three]", got)
 	}
 
-	tpl = newTemplate(t, topology.ControlPlane, "", kcpAPIVersion, kcpKind, "cp", `{template: {spec: {}}}`, `{}`)
+	tpl = controlPlaneTemplate(t, `{}`)
 	if err := Apply(patchesOf(t, first+second+third), []*topology.Template{tpl}); err != nil {
 		t.Fatalf("Apply: %v", err)
 	}
@@ -175,7 +165,7 @@ func TestApplyOrder(t *testing.T) {
 	}
 
 	// In the other order the append finds no list to append to.
-	tpl = newTemplate(t, topology.ControlPlane, "", kcpAPIVersion, kcpKind, "cp", `{template: {spec: {}}}`, `{}`)
+	tpl = controlPlaneTemplate(t, `{}`)
 	err := Apply(patchesOf(t, second+first), []*topology.Template{tpl})
 	var perr *Error
 	if !errors.As(err, &perr) || perr.Patch != "append" || perr.PatchIndex != 0 || perr.Definition != 0 || perr.JSONPatch != 0 {

@@ -6,6 +6,8 @@ import (
 	"testing"
 	gotemplate "text/template"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
 	"capstan.dev/capstan/internal/topology"
 )
 
@@ -118,15 +120,9 @@ func TestApplyIsAllOrNothing(t *testing.T) {
 // The template's object is changed in place: whoever holds the pointer sees
 // the patched content.
 func TestApplyChangesTheObjectInPlace(t *testing.T) {
-	tpl := newTemplate(t, topology.ControlPlane, "", kcpAPIVersion, kcpKind, "cp", `{template: {spec: {}}}`, `{}`)
+	tpl := controlPlaneTemplate(t, `{}`)
 	held := tpl.Object
-	patches := patchesOf(t, `
-- name: mark
-  definitions:
-  - selector: {apiVersion: controlplane.cluster.x-k8s.io/v1beta2, kind: KubeadmControlPlaneTemplate, matchResources: {controlPlane: true}}
-    jsonPatches:
-    - {op: add, path: /spec/template/spec/marked, value: true}`)
-	if err := Apply(patches, []*topology.Template{tpl}); err != nil {
+	if err := Apply(patchesOf(t, markControlPlane), []*topology.Template{tpl}); err != nil {
 		t.Fatalf("Apply: %v", err)
 	}
 	if tpl.Object != held || asJSON(t, fieldOf(t, &topology.Template{Object: held}, "spec", "template", "spec", "marked")) != "true" {
@@ -174,7 +170,7 @@ func TestApplyMalformedPatches(t *testing.T) {
 // template's identity, the definition would be refused. Apply's own checks
 // keep such a path out, so the guard is tried on a patch compiled by hand.
 func TestIdentityGuard(t *testing.T) {
-	tpl := newTemplate(t, topology.ControlPlane, "", kcpAPIVersion, kcpKind, "cp", `{template: {spec: {}}}`, `{}`)
+	tpl := controlPlaneTemplate(t, `{}`)
 	for _, path := range []string{"/metadata/name", "/metadata/namespace", "/kind", "/apiVersion"} {
 		patches := patchesOf(t, `
 - name: rename
@@ -188,5 +184,17 @@ func TestIdentityGuard(t *testing.T) {
 		if !errors.As(err, &perr) || perr.Definition != 0 || !strings.Contains(err.Error(), "apiVersion, kind, name or namespace") {
 			t.Errorf("%s: got %v, want the definition refused for changing the template's identity", path, err)
 		}
+	}
+}
+
+// Variables that do not hold JSON are an error of the patch that reads them,
+// not a panic nor a template rendered without them.
+func TestApplyVariablesThatAreNotJSON(t *testing.T) {
+	tpl := controlPlaneTemplate(t, `{}`)
+	tpl.Variables["broken"] = apiextensionsv1.JSON{Raw: []byte(`{not json`)}
+	err := Apply(patchesOf(t, markControlPlane), []*topology.Template{tpl})
+	var perr *Error
+	if !errors.As(err, &perr) || perr.Patch != "gated" || !strings.Contains(err.Error(), `variable "broken" does not hold JSON`) {
+		t.Fatalf("Apply: got %v, want the patch's error naming the variable", err)
 	}
 }

@@ -6,7 +6,6 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
@@ -66,7 +65,7 @@ func patchesOf(t testing.TB, manifest string) []clusterv1.ClusterClassPatch {
 // newTemplate builds a topology template of a role with a spec and variables.
 func newTemplate(t testing.TB, role topology.Role, class, apiVersion, kind, name, spec, vars string) *topology.Template {
 	t.Helper()
-	obj := object(t, "spec: "+spec)
+	obj := &unstructured.Unstructured{Object: map[string]any{"spec": object(t, spec).Object}}
 	obj.SetAPIVersion(apiVersion)
 	obj.SetKind(kind)
 	obj.SetName(name)
@@ -98,4 +97,17 @@ func asJSON(t testing.TB, v any) string {
 	return string(raw)
 }
 
-var yes = ptr.To(true)
+// markControlPlane is a patch named "gated" that sets
+// spec.template.spec.marked on the control plane template.
+const markControlPlane = `
+- name: gated
+  definitions:
+  - selector: {apiVersion: controlplane.cluster.x-k8s.io/v1beta2, kind: KubeadmControlPlaneTemplate, matchResources: {controlPlane: true}}
+    jsonPatches:
+    - {op: add, path: /spec/template/spec/marked, value: true}`
+
+// controlPlaneTemplate is a control plane template with an empty spec.template.spec.
+func controlPlaneTemplate(t testing.TB, vars string) *topology.Template {
+	t.Helper()
+	return newTemplate(t, topology.ControlPlane, "", kcpAPIVersion, kcpKind, "cp", `{template: {spec: {}}}`, vars)
+}

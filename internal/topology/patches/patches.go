@@ -120,6 +120,8 @@ type document struct {
 	template *topology.Template
 	json     []byte
 	data     map[string]any
+	// identity is the template's before any patch, which none may change.
+	identity identity
 }
 
 // prepare marshals the template and its variables the first time a patch
@@ -132,11 +134,15 @@ func (d *document) prepare() error {
 	if err != nil {
 		return fmt.Errorf("the template cannot be written as JSON: %w", err)
 	}
+	id, err := identityOf(raw)
+	if err != nil {
+		return err
+	}
 	data, err := templateData(d.template.Variables)
 	if err != nil {
 		return err
 	}
-	d.json, d.data = raw, data
+	d.json, d.data, d.identity = raw, data, id
 	return nil
 }
 
@@ -167,21 +173,17 @@ func (c *compiled) applyTo(d *document) error {
 		return nil
 	}
 	for _, j := range selecting {
-		before, err := identityOf(d.json)
+		patched, k, err := applyDefinition(c.patch.Definitions[j].JSONPatches, c.values[j], d)
 		if err != nil {
-			return fail(j, -1, err)
+			return fail(j, k, err)
 		}
-		for k, jp := range c.patch.Definitions[j].JSONPatches {
-			if d.json, err = c.applyOne(jp, c.values[j][k], d); err != nil {
-				return fail(j, k, err)
-			}
-		}
+		d.json = patched
 		after, err := identityOf(d.json)
 		if err != nil {
 			return fail(j, -1, err)
 		}
-		if after != before {
-			return fail(j, -1, fmt.Errorf("the patches change the template's apiVersion, kind, name or namespace (%s to %s): patch fields under /spec/ only", before, after))
+		if after != d.identity {
+			return fail(j, -1, fmt.Errorf("the patches change the template's apiVersion, kind, name or namespace (%s to %s): patch fields under /spec/ only", d.identity, after))
 		}
 	}
 	return nil
@@ -194,35 +196,69 @@ type operation struct {
 	Value json.RawMessage `json:"value,omitempty"`
 }
 
-// applyOne computes a jsonPatch's value and applies the operation to the
-// document's JSON, returning the new JSON.
-func (c *compiled) applyOne(jp clusterv1.JSONPatch, valueTemplate *template.Template, d *document) ([]byte, error) {
+// operationOf is the RFC 6902 operation of a jsonPatch, its value computed.
+func operationOf(jp clusterv1.JSONPatch, valueTemplate *template.Template, d *document) (operation, error) {
 	op := operation{Op: jp.Op, Path: jp.Path}
-	if jp.Op != OpRemove {
-		value, err := valueOf(jp, valueTemplate, d)
-		if err != nil {
-			return nil, err
-		}
-		op.Value = value
+	if jp.Op == OpRemove {
+		return op, nil
 	}
-	encoded, err := json.Marshal([]operation{op})
+	value, err := valueOf(jp, valueTemplate, d)
 	if err != nil {
-		return nil, fmt.Errorf("the operation cannot be encoded: %w", err)
+		return op, err
+	}
+	op.Value = value
+	return op, nil
+}
+
+// applyDefinition applies a definition's jsonPatches to the document's
+// JSON, returning the new JSON. The values do not depend on the document,
+// so they are all computed first and the operations applied in one pass;
+// only when that fails are they replayed one by one, to name the one at fault.
+func applyDefinition(jps []clusterv1.JSONPatch, valueTemplates []*template.Template, d *document) ([]byte, int, error) {
+	ops := make([]operation, len(jps))
+	for k, jp := range jps {
+		op, err := operationOf(jp, valueTemplates[k], d)
+		if err != nil {
+			return nil, k, err
+		}
+		ops[k] = op
+	}
+	out, whole := applyOperations(d.json, ops)
+	if whole == nil {
+		return out, -1, nil
+	}
+	doc := d.json
+	for k, jp := range jps {
+		var err error
+		if doc, err = applyOperations(doc, ops[k:k+1]); err != nil {
+			return nil, k, explainApplyError(jp, err)
+		}
+	}
+	return nil, -1, whole // one by one they apply: json-patch failed on the whole for another reason
+}
+
+func applyOperations(doc []byte, ops []operation) ([]byte, error) {
+	encoded, err := json.Marshal(ops)
+	if err != nil {
+		return nil, fmt.Errorf("the operations cannot be encoded: %w", err)
 	}
 	patch, err := jsonpatch.DecodePatch(encoded)
 	if err != nil {
-		return nil, fmt.Errorf("the operation cannot be decoded: %w", err)
+		return nil, fmt.Errorf("the operations cannot be decoded: %w", err)
 	}
-	out, err := patch.Apply(d.json)
+	return patch.Apply(doc)
+}
+
+// explainApplyError says what a jsonPatch that json-patch refused needs.
+func explainApplyError(jp clusterv1.JSONPatch, err error) error {
 	switch {
 	case errors.Is(err, jsonpatch.ErrMissing) && jp.Op == OpAdd:
-		return nil, fmt.Errorf("%s %s: %w (an add creates the last field of its path only: add the fields above it first)", jp.Op, jp.Path, err)
+		return fmt.Errorf("%s %s: %w (an add creates the last field of its path only: add the fields above it first)", jp.Op, jp.Path, err)
 	case errors.Is(err, jsonpatch.ErrMissing):
-		return nil, fmt.Errorf("%s %s: %w (a %s needs the field to exist: use add to set a field that may be absent)", jp.Op, jp.Path, err, jp.Op)
-	case err != nil:
-		return nil, fmt.Errorf("%s %s: %w", jp.Op, jp.Path, err)
+		return fmt.Errorf("%s %s: %w (a %s needs the field to exist: use add to set a field that may be absent)", jp.Op, jp.Path, err, jp.Op)
+	default:
+		return fmt.Errorf("%s %s: %w", jp.Op, jp.Path, err)
 	}
-	return out, nil
 }
 
 // valueOf is the value of an add or replace: literal, from a variable or

@@ -121,7 +121,7 @@ func TestApplyExternalPatchIsUnsupported(t *testing.T) {
 }
 
 func TestApplyWithoutPatchesLeavesTemplatesAlone(t *testing.T) {
-	tpl := newTemplate(t, topology.ControlPlane, "", kcpAPIVersion, kcpKind, "cp", `{template: {spec: {}}}`, `{}`)
+	tpl := controlPlaneTemplate(t, `{}`)
 	obj := tpl.Object.Object
 	if err := Apply(nil, []*topology.Template{tpl}); err != nil {
 		t.Fatalf("Apply: %v", err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"text/template"
 
 	"github.com/Masterminds/sprig/v3"
@@ -16,13 +17,39 @@ import (
 // same everywhere (no clock, no randomness, no environment).
 var functions = sprig.HermeticTxtFuncMap()
 
+// parsed remembers the class templates already parsed: adding the function
+// library to a new template costs more than the rest of a patch, and the
+// same class is applied on every reconcile of each of its Clusters. A
+// parsed template is safe to execute concurrently. The memory is emptied
+// when it is full, so that edited classes do not pile up in a long-running
+// manager.
+var parsed = struct {
+	sync.Mutex
+	templates map[string]*template.Template
+}{templates: map[string]*template.Template{}}
+
+// parsedLimit bounds the memory of parsed templates.
+const parsedLimit = 1024
+
 // parseTemplate parses a Go template of the class (enabledIf or
 // valueFrom.template) with the function library.
 func parseTemplate(text string) (*template.Template, error) {
+	parsed.Lock()
+	tpl, ok := parsed.templates[text]
+	parsed.Unlock()
+	if ok {
+		return tpl, nil
+	}
 	tpl, err := template.New("").Funcs(functions).Parse(text)
 	if err != nil {
 		return nil, fmt.Errorf("the Go template does not parse: %w", err)
 	}
+	parsed.Lock()
+	if len(parsed.templates) >= parsedLimit {
+		clear(parsed.templates)
+	}
+	parsed.templates[text] = tpl
+	parsed.Unlock()
 	return tpl, nil
 }
 

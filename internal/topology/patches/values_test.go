@@ -90,7 +90,7 @@ func TestApplyValueSources(t *testing.T) {
 // A value read from a variable keeps its number as written; the object
 // read back holds integers as int64, as one decoded from the API server does.
 func TestApplyKeepsNumbersAsTheAPIServerDecodesThem(t *testing.T) {
-	tpl := newTemplate(t, topology.ControlPlane, "", kcpAPIVersion, kcpKind, "cp", `{template: {spec: {}}}`, valueVariables)
+	tpl := controlPlaneTemplate(t, valueVariables)
 	patches := patchesOf(t, `
 - name: numbers
   definitions:

@@ -89,6 +89,11 @@ additionalProperties: {type: string, default: unset}
 			},
 		},
 		{
+			name:   "a set empty array or object is not replaced by a top-level default",
+			values: []clusterv1.ClusterVariable{value("region", `"us-east-1"`), value("network", `{}`), value("disks", `[]`)},
+			want:   []clusterv1.ClusterVariable{value("region", `"us-east-1"`), value("network", `{"cidr":"10.0.0.0/16"}`), value("disks", `[]`)},
+		},
+		{
 			name:   "null is replaced by the default, as the API server does for a non-nullable field",
 			values: []clusterv1.ClusterVariable{value("region", `null`), value("network", `{"cidr":"x"}`)},
 			want:   []clusterv1.ClusterVariable{value("region", `"us-east-1"`), value("network", `{"cidr":"x"}`)},

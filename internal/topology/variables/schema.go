@@ -14,9 +14,11 @@ import (
 
 // wrapperProperty is the property a variable's value (and its schema) is put
 // under before the apiextensions libraries see it: structural schemas,
-// defaulting and pruning only work on objects, and a variable may be a
-// scalar. Paths reported by those libraries have it removed again.
-const wrapperProperty = "variable"
+// defaulting, pruning and CEL only work on objects, and a variable may be a
+// scalar. It is named as the ClusterVariable's field, so that a path the
+// libraries report under a variable's path is already the right one
+// (spec.topology.variables[0].value.field).
+const wrapperProperty = "value"
 
 // internalSchema converts a variable's schema to apiextensions' internal
 // JSONSchemaProps, the form every apiextensions library (structural schemas,
