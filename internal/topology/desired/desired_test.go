@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -550,6 +551,13 @@ func TestErrorsNameTheProblem(t *testing.T) {
 			wantAs:  new(*patches.Error),
 		},
 		{
+			name: "class variable that cannot be used (no status yet)",
+			change: func(in *desired.Input) {
+				in.Class.Spec.Variables[0].Schema.OpenAPIV3Schema.Default = &apiextensionsv1.JSON{Raw: []byte("5")}
+			},
+			wantErr: []string{"ClusterClass ns1/quick-start has variables that cannot be used", "spec.variables[0]"},
+		},
+		{
 			name:    "version that does not parse",
 			change:  func(in *desired.Input) { in.Cluster.Spec.Topology.Version = "1.33" },
 			wantErr: []string{"spec.topology.version"},
@@ -623,4 +631,25 @@ func TestUnrecordedObjectsKeepTheirNames(t *testing.T) {
 	equal(t, "names", []string{second.InfrastructureCluster.GetName(), second.ControlPlane.GetName()},
 		[]string{first.InfrastructureCluster.GetName(), first.ControlPlane.GetName()})
 	equal(t, "cluster references", second.Cluster.Spec.ControlPlaneRef.Name, first.ControlPlane.GetName())
+}
+
+// The class's status.variables, once the ClusterClass controller has
+// written them for its current generation, are the definitions used.
+func TestDefinitionsFromClassStatus(t *testing.T) {
+	in := quickStart(t)
+	in.Class.Generation, in.Class.Status.ObservedGeneration = 3, 3
+	for _, v := range in.Class.Spec.Variables {
+		schema := v.Schema
+		if v.Name == "imageRepository" {
+			schema.OpenAPIV3Schema.Default = &apiextensionsv1.JSON{Raw: []byte(`"from-status"`)}
+		}
+		in.Class.Status.Variables = append(in.Class.Status.Variables, clusterv1.ClusterClassStatusVariable{Name: v.Name,
+			Definitions: []clusterv1.ClusterClassStatusVariableDefinition{{From: "inline", Required: v.Required, Schema: schema}}})
+	}
+	s := compute(t, in)
+	equal(t, "default from the status", nested(t, s.ControlPlane, "spec", "kubeadmConfigSpec", "clusterConfiguration", "imageRepository"), "from-status")
+
+	in.Class.Generation = 4 // the status describes an older class
+	s = compute(t, in)
+	equal(t, "default from the class", nested(t, s.ControlPlane, "spec", "kubeadmConfigSpec", "clusterConfiguration", "imageRepository"), "registry.k8s.io")
 }

@@ -20,7 +20,10 @@ import (
 // defaults, the part's overrides, and the builtin variables describing the
 // objects as built before the patches (unpatched).
 func patchInputs(in Input, bp *blueprint, unpatched *State) ([]*topology.Template, error) {
-	defs := definitions(in.Class)
+	defs, err := definitions(in.Class)
+	if err != nil {
+		return nil, err
+	}
 	topo := in.Cluster.Spec.Topology
 	values, errs := variables.Default(defs, topo.Variables, field.NewPath("spec", "topology", "variables"))
 	if len(errs) > 0 {
@@ -79,25 +82,17 @@ func patchInputs(in Input, bp *blueprint, unpatched *State) ([]*topology.Templat
 }
 
 // definitions are the class's variable definitions: its status, which the
-// ClusterClass controller fills, or, before it has, the class's own inline
-// ones.
-func definitions(class *clusterv1.ClusterClass) []clusterv1.ClusterClassStatusVariable {
-	if len(class.Status.Variables) > 0 || len(class.Spec.Variables) == 0 {
-		return class.Status.Variables
+// ClusterClass controller fills, when it describes the class's current
+// generation; the class's own inline ones, checked, before it does.
+func definitions(class *clusterv1.ClusterClass) ([]clusterv1.ClusterClassStatusVariable, error) {
+	if class.Status.ObservedGeneration == class.Generation && (len(class.Status.Variables) > 0 || len(class.Spec.Variables) == 0) {
+		return class.Status.Variables, nil
 	}
-	out := make([]clusterv1.ClusterClassStatusVariable, 0, len(class.Spec.Variables))
-	for _, v := range class.Spec.Variables {
-		out = append(out, clusterv1.ClusterClassStatusVariable{
-			Name: v.Name,
-			Definitions: []clusterv1.ClusterClassStatusVariableDefinition{{
-				From:                      variables.InlineDefinitionFrom,
-				Required:                  v.Required,
-				DeprecatedV1Beta1Metadata: v.DeprecatedV1Beta1Metadata,
-				Schema:                    v.Schema,
-			}},
-		})
+	defs, errs := variables.Definitions(class)
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("ClusterClass %s/%s has variables that cannot be used: %w", class.Namespace, class.Name, errs.ToAggregate())
 	}
-	return out
+	return defs, nil
 }
 
 func clusterBuiltins(cluster *clusterv1.Cluster) *variables.ClusterBuiltins {
