@@ -71,8 +71,10 @@ func buildControlPlane(in Input, bp *blueprint, n objectNames, version string) (
 			add  map[string]string
 		}{{"labels", labels}, {"annotations", annotations}} {
 			existing, _, _ := unstructured.NestedStringMap(cp.Object, pathMachineTemplateMetadata.with(field.name)...)
-			if err := set(merged(existing, field.add), pathMachineTemplateMetadata.with(field.name)...); err != nil {
-				return nil, err
+			if all := merged(existing, field.add); len(all) > 0 {
+				if err := set(all, pathMachineTemplateMetadata.with(field.name)...); err != nil {
+					return nil, err
+				}
 			}
 		}
 	}

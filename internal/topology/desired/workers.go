@@ -2,7 +2,6 @@ package desired
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/contract"
@@ -75,8 +74,8 @@ func buildMachineDeployment(in Input, md *deploymentBlueprint, n *workerNames, v
 				Spec: clusterv1.MachineSpec{
 					ClusterName:       in.Cluster.Name,
 					Version:           version,
-					Bootstrap:         clusterv1.Bootstrap{ConfigRef: referenceTo(bootstrap)},
-					InfrastructureRef: referenceTo(infrastructure),
+					Bootstrap:         clusterv1.Bootstrap{ConfigRef: contract.ReferenceTo(bootstrap)},
+					InfrastructureRef: contract.ReferenceTo(infrastructure),
 					FailureDomain:     failureDomain,
 					MinReadySeconds:   firstPtr(topology.MinReadySeconds, class.MinReadySeconds),
 					ReadinessGates:    firstSet(topology.ReadinessGates, class.ReadinessGates),
@@ -136,8 +135,8 @@ func buildMachinePool(in Input, mp *poolBlueprint, n *workerNames, version strin
 				Spec: clusterv1.MachineSpec{
 					ClusterName:       in.Cluster.Name,
 					Version:           version,
-					Bootstrap:         clusterv1.Bootstrap{ConfigRef: referenceTo(bootstrap)},
-					InfrastructureRef: referenceTo(infrastructure),
+					Bootstrap:         clusterv1.Bootstrap{ConfigRef: contract.ReferenceTo(bootstrap)},
+					InfrastructureRef: contract.ReferenceTo(infrastructure),
 					MinReadySeconds:   firstPtr(topology.MinReadySeconds, class.MinReadySeconds),
 					Taints:            firstSet(topology.Taints, class.Taints),
 					Deletion:          deletionTimeouts(clusterv1.MachineDeletionSpec(topology.Deletion), clusterv1.MachineDeletionSpec(class.Deletion)),
@@ -166,9 +165,4 @@ func deploymentTimeouts(d clusterv1.MachineDeploymentTopologyMachineDeletionSpec
 		NodeVolumeDetachTimeoutSeconds: d.NodeVolumeDetachTimeoutSeconds,
 		NodeDeletionTimeoutSeconds:     d.NodeDeletionTimeoutSeconds,
 	}
-}
-
-// referenceTo is the version-less reference to obj the contract uses.
-func referenceTo(obj *unstructured.Unstructured) clusterv1.ContractVersionedObjectReference {
-	return contract.ReferenceTo(obj)
 }
