@@ -89,7 +89,7 @@ func TestFirstCompute(t *testing.T) {
 		"from-template": "machines", "class-cp": "yes", "shared": "from-topology", "topology-cp": "yes", clusterName: "c1", owned: ""})
 	equal(t, "control plane machine annotations", nested(t, cp, "spec", "machineTemplate", "metadata", "annotations"), map[string]any{"class-cp-note": "yes"})
 	equal(t, "control plane taints (class)", nested(t, cp, "spec", "machineTemplate", "spec", "taints"),
-		[]any{map[string]any{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}})
+		[]any{map[string]any{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule", "propagation": "OnInitialization"}})
 	equal(t, "control plane drain timeout (class)", nested(t, cp, "spec", "machineTemplate", "spec", "deletion", "nodeDrainTimeoutSeconds"), int64(60))
 	equal(t, "control plane readiness gates (none)", nested(t, cp, "spec", "machineTemplate", "spec", "readinessGates"), nil)
 	equal(t, "imageRepository patch (variable default)", nested(t, cp, "spec", "kubeadmConfigSpec", "clusterConfiguration", "imageRepository"), "registry.k8s.io")
@@ -170,7 +170,7 @@ func TestFirstCompute(t *testing.T) {
 	equal(t, "mp-0 bootstrap kind", mp.Bootstrap.GetKind(), "KubeadmConfig")
 	equal(t, "mp-0 bootstrap labels", mp.Bootstrap.GetLabels(), map[string]string{clusterName: "c1", owned: "", poolName: "mp-0"})
 	equal(t, "mp-0 bootstrap owners", mp.Bootstrap.GetOwnerReferences(), clusterOwner())
-	equal(t, "mp-0 bootstrap spec", nested(t, mp.Bootstrap, "spec"), map[string]any{"joinConfiguration": map[string]any{"nodeRegistration": map[string]any{}}})
+	equal(t, "mp-0 bootstrap spec", nested(t, mp.Bootstrap, "spec"), map[string]any{"joinConfiguration": map[string]any{"nodeRegistration": map[string]any{"imagePullPolicy": "IfNotPresent"}}})
 	equal(t, "mp-0 refs", []clusterv1.ContractVersionedObjectReference{mp.Object.Spec.Template.Spec.Bootstrap.ConfigRef, mp.Object.Spec.Template.Spec.InfrastructureRef},
 		[]clusterv1.ContractVersionedObjectReference{
 			{APIGroup: "bootstrap.cluster.x-k8s.io", Kind: "KubeadmConfig", Name: "c1-mp-0-r0011"},
@@ -443,7 +443,7 @@ func TestTopologyOverridesClassSettings(t *testing.T) {
 	md := &topo.Workers.MachineDeployments[0]
 	md.MinReadySeconds = ptr.To[int32](0)
 	md.FailureDomain = "fd2"
-	md.Taints = []clusterv1.MachineTaint{{Key: "k", Value: "v", Effect: "NoExecute"}}
+	md.Taints = []clusterv1.MachineTaint{{Key: "k", Value: "v", Effect: "NoExecute", Propagation: "Always"}}
 	md.Rollout = clusterv1.MachineDeploymentTopologyRolloutSpec{Strategy: clusterv1.MachineDeploymentTopologyRolloutStrategy{Type: "OnDelete"}}
 	md.Deletion.NodeVolumeDetachTimeoutSeconds = ptr.To[int32](9)
 	topo.Workers.MachinePools[0].FailureDomains = []string{"fd3"}
