@@ -2,7 +2,6 @@ package desired
 
 import (
 	"fmt"
-	"maps"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -150,32 +149,4 @@ func controlPlaneVersionState(cp *unstructured.Unstructured) plan.ControlPlaneVe
 		}
 	}
 	return state
-}
-
-// merged is a new map holding base's entries overridden by over's.
-func merged(base, over map[string]string) map[string]string {
-	out := make(map[string]string, len(base)+len(over))
-	maps.Copy(out, base)
-	maps.Copy(out, over)
-	return out
-}
-
-// firstSet is the first of the slices that is set (not nil).
-func firstSet[T any](candidates ...[]T) []T {
-	for _, c := range candidates {
-		if c != nil {
-			return c
-		}
-	}
-	return nil
-}
-
-// firstPtr is the first of the pointers that is set.
-func firstPtr[T any](candidates ...*T) *T {
-	for _, c := range candidates {
-		if c != nil {
-			return c
-		}
-	}
-	return nil
 }

@@ -155,22 +155,6 @@ func render(in Input, field, nameTemplate, defaultTemplate string, data map[stri
 	return name, nil
 }
 
-func nameOf(u *unstructured.Unstructured) string {
-	if u == nil {
-		return ""
-	}
-	return u.GetName()
-}
-
-func firstNonEmpty(candidates ...string) string {
-	for _, c := range candidates {
-		if c != "" {
-			return c
-		}
-	}
-	return ""
-}
-
 // controlPlaneInfrastructureRefName is the name of the machine template a
 // control plane's spec.machineTemplate.spec.infrastructureRef points at.
 func controlPlaneInfrastructureRefName(cp *unstructured.Unstructured) string {
