@@ -558,6 +558,11 @@ func TestErrorsNameTheProblem(t *testing.T) {
 			wantErr: []string{"ClusterClass ns1/quick-start has variables that cannot be used", "spec.variables[0]"},
 		},
 		{
+			name:    "variable value the webhook would have refused",
+			change:  func(in *desired.Input) { setVariable(in, "podSecurityStandard", `{"enforce":"nope"}`) },
+			wantErr: []string{"the Cluster's variables do not match ClusterClass ns1/quick-start", "spec.topology.variables[0].value.enforce", "nope"},
+		},
+		{
 			name:    "version that does not parse",
 			change:  func(in *desired.Input) { in.Cluster.Spec.Topology.Version = "1.33" },
 			wantErr: []string{"spec.topology.version"},
@@ -652,4 +657,23 @@ func TestDefinitionsFromClassStatus(t *testing.T) {
 	in.Class.Generation = 4 // the status describes an older class
 	s = compute(t, in)
 	equal(t, "default from the class", nested(t, s.ControlPlane, "spec", "kubeadmConfigSpec", "clusterConfiguration", "imageRepository"), "registry.k8s.io")
+}
+
+// BenchmarkCompute is a quick-start Cluster's recompute, what the topology
+// controller runs on every reconcile.
+func BenchmarkCompute(b *testing.B) {
+	t := &testing.T{}
+	first, err := desired.Compute(quickStart(t))
+	if err != nil {
+		b.Fatal(err)
+	}
+	in := quickStart(t)
+	in.Cluster = first.Cluster
+	in.Current = asCurrent(first)
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := desired.Compute(in); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -24,6 +24,12 @@ func patchInputs(in Input, bp *blueprint, unpatched *State) ([]*topology.Templat
 	if err != nil {
 		return nil, err
 	}
+	// The admission webhook refuses bad values; one that got past it (the
+	// webhook was down, the class changed since) stops the computation
+	// with the variable and the rule named rather than reach the objects.
+	if errs := variables.ValidateCluster(defs, in.Cluster, nil); len(errs) > 0 {
+		return nil, fmt.Errorf("the Cluster's variables do not match ClusterClass %s/%s: %w", in.Class.Namespace, in.Class.Name, errs.ToAggregate())
+	}
 	topo := in.Cluster.Spec.Topology
 	values, errs := variables.Default(defs, topo.Variables, field.NewPath("spec", "topology", "variables"))
 	if len(errs) > 0 {
