@@ -62,27 +62,29 @@ func patchInputs(in Input, bp *blueprint, unpatched *State) ([]*topology.Templat
 		out = append(out, &topology.Template{Role: topology.ControlPlaneMachineInfrastructure, Object: bp.controlPlaneMachineInfrastructure, Variables: cpVars})
 	}
 
-	for i, md := range bp.machineDeployments {
+	// A worker's two templates see the same variables.
+	pair := func(bootstrapRole, infrastructureRole topology.Role, class, name string, bootstrap, infrastructure *unstructured.Unstructured, vars map[string]apiextensionsv1.JSON) {
+		out = append(out,
+			&topology.Template{Role: bootstrapRole, Class: class, Topology: name, Object: bootstrap, Variables: vars},
+			&topology.Template{Role: infrastructureRole, Class: class, Topology: name, Object: infrastructure, Variables: vars})
+	}
+	for _, md := range bp.machineDeployments {
 		builtins := global
 		builtins.MachineDeployment = deploymentBuiltins(md, unpatched.MachineDeployments[md.topology.Name])
-		vars, err := valuesFor(md.topology.Variables.Overrides, field.NewPath("spec", "topology", "workers", "machineDeployments").Index(i).Child("variables", "overrides"), builtins)
+		vars, err := valuesFor(md.topology.Variables.Overrides, field.NewPath("spec", "topology", "workers", "machineDeployments").Index(md.index).Child("variables", "overrides"), builtins)
 		if err != nil {
 			return nil, fmt.Errorf("MachineDeployment topology %q: %w", md.topology.Name, err)
 		}
-		out = append(out,
-			&topology.Template{Role: topology.MachineDeploymentBootstrap, Class: md.class.Class, Topology: md.topology.Name, Object: md.bootstrap, Variables: vars},
-			&topology.Template{Role: topology.MachineDeploymentInfrastructure, Class: md.class.Class, Topology: md.topology.Name, Object: md.infrastructure, Variables: vars})
+		pair(topology.MachineDeploymentBootstrap, topology.MachineDeploymentInfrastructure, md.class.Class, md.topology.Name, md.bootstrap, md.infrastructure, vars)
 	}
-	for i, mp := range bp.machinePools {
+	for _, mp := range bp.machinePools {
 		builtins := global
 		builtins.MachinePool = poolBuiltins(mp, unpatched.MachinePools[mp.topology.Name])
-		vars, err := valuesFor(mp.topology.Variables.Overrides, field.NewPath("spec", "topology", "workers", "machinePools").Index(i).Child("variables", "overrides"), builtins)
+		vars, err := valuesFor(mp.topology.Variables.Overrides, field.NewPath("spec", "topology", "workers", "machinePools").Index(mp.index).Child("variables", "overrides"), builtins)
 		if err != nil {
 			return nil, fmt.Errorf("MachinePool topology %q: %w", mp.topology.Name, err)
 		}
-		out = append(out,
-			&topology.Template{Role: topology.MachinePoolBootstrap, Class: mp.class.Class, Topology: mp.topology.Name, Object: mp.bootstrap, Variables: vars},
-			&topology.Template{Role: topology.MachinePoolInfrastructure, Class: mp.class.Class, Topology: mp.topology.Name, Object: mp.infrastructure, Variables: vars})
+		pair(topology.MachinePoolBootstrap, topology.MachinePoolInfrastructure, mp.class.Class, mp.topology.Name, mp.bootstrap, mp.infrastructure, vars)
 	}
 	return out, nil
 }
