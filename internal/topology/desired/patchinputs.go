@@ -70,7 +70,8 @@ func patchInputs(in Input, bp *blueprint, unpatched *State) ([]*topology.Templat
 	}
 	for _, md := range bp.machineDeployments {
 		builtins := global
-		builtins.MachineDeployment = deploymentBuiltins(md, unpatched.MachineDeployments[md.topology.Name])
+		d := unpatched.MachineDeployments[md.topology.Name]
+		builtins.MachineDeployment = workerBuiltins(md.class.Class, md.topology.Name, d.Object.ObjectMeta, d.Object.Spec.Replicas, d.Object.Spec.Template.Spec, d.Bootstrap, d.Infrastructure)
 		vars, err := valuesFor(md.topology.Variables.Overrides, field.NewPath("spec", "topology", "workers", "machineDeployments").Index(md.index).Child("variables", "overrides"), builtins)
 		if err != nil {
 			return nil, fmt.Errorf("MachineDeployment topology %q: %w", md.topology.Name, err)
@@ -79,7 +80,8 @@ func patchInputs(in Input, bp *blueprint, unpatched *State) ([]*topology.Templat
 	}
 	for _, mp := range bp.machinePools {
 		builtins := global
-		builtins.MachinePool = poolBuiltins(mp, unpatched.MachinePools[mp.topology.Name])
+		p := unpatched.MachinePools[mp.topology.Name]
+		builtins.MachinePool = workerBuiltins(mp.class.Class, mp.topology.Name, p.Object.ObjectMeta, p.Object.Spec.Replicas, p.Object.Spec.Template.Spec, p.Bootstrap, p.Infrastructure)
 		vars, err := valuesFor(mp.topology.Variables.Overrides, field.NewPath("spec", "topology", "workers", "machinePools").Index(mp.index).Child("variables", "overrides"), builtins)
 		if err != nil {
 			return nil, fmt.Errorf("MachinePool topology %q: %w", mp.topology.Name, err)
@@ -144,18 +146,10 @@ func controlPlaneBuiltins(in Input, s *State) *variables.ControlPlaneBuiltins {
 	return b
 }
 
-func deploymentBuiltins(md *deploymentBlueprint, s *MachineDeployment) *variables.MachineDeploymentBuiltins {
-	return workerBuiltins(md.class.Class, md.topology.Name, s.Object.ObjectMeta, s.Object.Spec.Replicas, s.Object.Spec.Template.Spec, s.Bootstrap, s.Infrastructure)
-}
-
-// poolBuiltins are a MachinePool's, which have a MachineDeployment's shape.
-func poolBuiltins(mp *poolBlueprint, s *MachinePool) *variables.MachinePoolBuiltins {
-	b := variables.MachinePoolBuiltins(*workerBuiltins(mp.class.Class, mp.topology.Name, s.Object.ObjectMeta, s.Object.Spec.Replicas, s.Object.Spec.Template.Spec, s.Bootstrap, s.Infrastructure))
-	return &b
-}
-
-func workerBuiltins(class, topologyName string, meta metav1.ObjectMeta, replicas *int32, spec clusterv1.MachineSpec, bootstrap, infrastructure *unstructured.Unstructured) *variables.MachineDeploymentBuiltins {
-	b := &variables.MachineDeploymentBuiltins{
+// workerBuiltins are builtin.machineDeployment or builtin.machinePool: the
+// worker as built before the patches.
+func workerBuiltins(class, topologyName string, meta metav1.ObjectMeta, replicas *int32, spec clusterv1.MachineSpec, bootstrap, infrastructure *unstructured.Unstructured) *variables.WorkerBuiltins {
+	b := &variables.WorkerBuiltins{
 		Version:           spec.Version,
 		Metadata:          builtinMetadata(meta.Labels, meta.Annotations),
 		Class:             class,
