@@ -83,9 +83,8 @@ func (d *clusterDefaulter) Handle(ctx context.Context, req admission.Request) ad
 }
 
 // defaultVariables applies the definitions' defaults to the Cluster's
-// values and to the values of its overrides. An override list only gets
-// defaults inside the values it holds: a variable it does not name keeps
-// the Cluster's value.
+// values and to the values of its overrides (inside the values an override
+// list holds: a variable it does not name keeps the Cluster's value).
 func defaultVariables(cluster *clusterv1.Cluster, defs []clusterv1.ClusterClassStatusVariable) field.ErrorList {
 	t := &cluster.Spec.Topology
 	var errs field.ErrorList
@@ -98,10 +97,10 @@ func defaultVariables(cluster *clusterv1.Cluster, defs []clusterv1.ClusterClassS
 		if len(*list) == 0 {
 			return
 		}
-		out, e := variables.Default(defs, *list, path)
+		out, e := variables.DefaultOverrides(defs, *list, path)
 		errs = append(errs, e...)
 		if len(e) == 0 {
-			*list = onlyNamed(out, *list)
+			*list = out
 		}
 	}
 	overrides(&t.ControlPlane.Variables.Overrides, topologyPath.Child("controlPlane", "variables", "overrides"))
@@ -114,21 +113,6 @@ func defaultVariables(cluster *clusterv1.Cluster, defs []clusterv1.ClusterClassS
 		overrides(&mp.Variables.Overrides, topologyPath.Child("workers", "machinePools").Key(mp.Name).Child("variables", "overrides"))
 	}
 	return errs
-}
-
-// onlyNamed keeps the values of out whose names were in in.
-func onlyNamed(out, in []clusterv1.ClusterVariable) []clusterv1.ClusterVariable {
-	named := map[string]bool{}
-	for _, v := range in {
-		named[v.Name] = true
-	}
-	var kept []clusterv1.ClusterVariable
-	for _, v := range out {
-		if named[v.Name] {
-			kept = append(kept, v)
-		}
-	}
-	return kept
 }
 
 // patchTopology writes the defaulted fields of cluster into the raw object
