@@ -38,11 +38,12 @@ const (
 // Only Clusters with a topology are sent to the Cluster webhooks (and, on
 // update, those that had one: removing it is refused). A Cluster without
 // one never waits on the webhook, so even while the manager is down every
-// other Cluster is admitted as before. A missing object (the other side of a
-// create) is null, never an error.
+// other Cluster is admitted as before. Each step is tested before it is
+// read (the old object of a create is null, an empty spec is absent): an
+// expression that fails to evaluate would refuse the request.
 const (
-	hasTopology    = `object != null && has(object.spec.topology)`
-	hadOrHasTopolo = hasTopology + ` || (oldObject != null && has(oldObject.spec.topology))`
+	hasTopology    = `object != null && has(object.spec) && has(object.spec.topology)`
+	hadOrHasTopolo = `(` + hasTopology + `) || (oldObject != null && has(oldObject.spec) && has(oldObject.spec.topology))`
 )
 
 // endpoint is how the API server reaches the server: a URL base, or a
