@@ -80,8 +80,8 @@ func TestRemovalsInUse(t *testing.T) {
 	old.Spec.Variables = []clusterv1.ClusterClassVariable{{Name: "x"}, {Name: "y"}, {Name: "z"}}
 	updated := old.DeepCopy()
 	updated.Spec.Workers.MachineDeployments = updated.Spec.Workers.MachineDeployments[:1] // b removed
-	updated.Spec.Workers.MachinePools = nil                                              // p removed
-	updated.Spec.Variables = updated.Spec.Variables[:1]                                  // y, z removed
+	updated.Spec.Workers.MachinePools = nil                                               // p removed
+	updated.Spec.Variables = updated.Spec.Variables[:1]                                   // y, z removed
 
 	value := apiextensionsv1.JSON{Raw: []byte(`1`)}
 	c1 := clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "one"}}

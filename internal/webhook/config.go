@@ -160,3 +160,19 @@ func ensure[T client.Object](ctx context.Context, c client.Client, r client.Read
 	}
 	return nil
 }
+
+// Configurations are Capstan's webhook configurations as objects to
+// delete: an uninstalled manager must not leave behind webhooks that nobody
+// serves and that would refuse every topology Cluster.
+func Configurations() []client.Object {
+	return []client.Object{
+		&admissionregistrationv1.ValidatingWebhookConfiguration{
+			TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "ValidatingWebhookConfiguration"},
+			ObjectMeta: metav1.ObjectMeta{Name: ValidatingConfigurationName},
+		},
+		&admissionregistrationv1.MutatingWebhookConfiguration{
+			TypeMeta:   metav1.TypeMeta{APIVersion: admissionregistrationv1.SchemeGroupVersion.String(), Kind: "MutatingWebhookConfiguration"},
+			ObjectMeta: metav1.ObjectMeta{Name: MutatingConfigurationName},
+		},
+	}
+}

@@ -201,10 +201,14 @@ func TestClassInUseKeepsWhatItsClustersUse(t *testing.T) {
 
 	// The class's cache must hold both Clusters before it can refuse.
 	fx.Eventually(t, "removing big-worker refused", timeout, func(context.Context) string {
-		err := update(t, cc, func(cc *clusterv1.ClusterClass) { cc.Spec.Workers.MachineDeployments = cc.Spec.Workers.MachineDeployments[:1] })
+		err := update(t, cc, func(cc *clusterv1.ClusterClass) {
+			cc.Spec.Workers.MachineDeployments = cc.Spec.Workers.MachineDeployments[:1]
+		})
 		return fx.Unless(err != nil, "removing a class in use was accepted")
 	})
-	err := update(t, cc, func(cc *clusterv1.ClusterClass) { cc.Spec.Workers.MachineDeployments = cc.Spec.Workers.MachineDeployments[:1] })
+	err := update(t, cc, func(cc *clusterv1.ClusterClass) {
+		cc.Spec.Workers.MachineDeployments = cc.Spec.Workers.MachineDeployments[:1]
+	})
 	refused(t, err, "validation.clusterclass.capstan.dev",
 		`spec.workers.machineDeployments: Forbidden: machineDeployments class "big-worker" cannot be removed: Cluster(s) `+ns+`/big use it`)
 
@@ -304,4 +308,3 @@ func TestWebhookDownIsAClearRefusal(t *testing.T) {
 		t.Errorf("a Cluster without a topology was refused while the webhook was down: %v", err)
 	}
 }
-
