@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"testing"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
@@ -89,6 +90,11 @@ additionalProperties: {type: string, default: unset}
 			},
 		},
 		{
+			name:   "a set empty array or object is not replaced by a top-level default",
+			values: []clusterv1.ClusterVariable{value("region", `"us-east-1"`), value("network", `{}`), value("disks", `[]`)},
+			want:   []clusterv1.ClusterVariable{value("region", `"us-east-1"`), value("network", `{"cidr":"10.0.0.0/16"}`), value("disks", `[]`)},
+		},
+		{
 			name:   "null is replaced by the default, as the API server does for a non-nullable field",
 			values: []clusterv1.ClusterVariable{value("region", `null`), value("network", `{"cidr":"x"}`)},
 			want:   []clusterv1.ClusterVariable{value("region", `"us-east-1"`), value("network", `{"cidr":"x"}`)},
@@ -146,6 +152,18 @@ func TestDefaultRefusesBrokenDefinitions(t *testing.T) {
 		`spec.topology.variables: variable "region" has conflicting definitions`,
 		`spec.topology.variables: no definition for variable "empty"`,
 	})
+}
+
+func TestBrokenSchemaInStatus(t *testing.T) {
+	// A schema Definitions refuses can only reach the status by hand: the
+	// error says the class is to be fixed, for defaulting and checking.
+	broken := inline("region", false, schemaOf(t, `{type: string}`))
+	broken.Definitions[0].Schema.OpenAPIV3Schema.Default = &apiextensionsv1.JSON{Raw: []byte(`{`)}
+	defs := []clusterv1.ClusterClassStatusVariable{broken}
+	_, errs := Default(defs, nil, field.NewPath("spec", "topology", "variables"))
+	wantErrors(t, errs, []string{`spec.topology.variables: Internal error: the ClusterClass's schema of variable "region" cannot be used`})
+	errs = ValidateCluster(defs, topologyCluster(), nil)
+	wantErrors(t, errs, []string{`spec.topology.variables[0]: Internal error: the ClusterClass's schema of variable "region" cannot be used`})
 }
 
 func TestDefaultOverrides(t *testing.T) {

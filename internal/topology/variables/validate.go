@@ -3,13 +3,13 @@ package variables
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
-	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
 	structuralpruning "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -50,32 +50,38 @@ func ValidateCluster(defs []clusterv1.ClusterClassStatusVariable, cluster, old *
 	errs = append(errs, validateList(index, topology.Variables, oldTopology.Variables, path.Child("variables"))...)
 	errs = append(errs, validateList(index, topology.ControlPlane.Variables.Overrides,
 		oldTopology.ControlPlane.Variables.Overrides, path.Child("controlPlane", "variables", "overrides"))...)
-	for i, md := range topology.Workers.MachineDeployments {
-		var oldOverrides []clusterv1.ClusterVariable
-		for _, o := range oldTopology.Workers.MachineDeployments {
-			if o.Name == md.Name {
-				oldOverrides = o.Variables.Overrides
-			}
-		}
-		errs = append(errs, validateList(index, md.Variables.Overrides, oldOverrides,
-			path.Child("workers", "machineDeployments").Index(i).Child("variables", "overrides"))...)
+
+	errs = append(errs, validateWorkers(index, topology.Workers.MachineDeployments, oldTopology.Workers.MachineDeployments,
+		func(md clusterv1.MachineDeploymentTopology) (string, []clusterv1.ClusterVariable) {
+			return md.Name, md.Variables.Overrides
+		}, path.Child("workers", "machineDeployments"))...)
+	errs = append(errs, validateWorkers(index, topology.Workers.MachinePools, oldTopology.Workers.MachinePools,
+		func(mp clusterv1.MachinePoolTopology) (string, []clusterv1.ClusterVariable) {
+			return mp.Name, mp.Variables.Overrides
+		}, path.Child("workers", "machinePools"))...)
+	return errs
+}
+
+// validateWorkers checks the overrides of each worker topology; the old
+// overrides a transition rule sees are those of the old worker of the same
+// name.
+func validateWorkers[W any](index map[string]*definition, workers, oldWorkers []W, overrides func(W) (string, []clusterv1.ClusterVariable), path *field.Path) field.ErrorList {
+	old := make(map[string][]clusterv1.ClusterVariable, len(oldWorkers))
+	for _, w := range oldWorkers {
+		name, list := overrides(w)
+		old[name] = list
 	}
-	for i, mp := range topology.Workers.MachinePools {
-		var oldOverrides []clusterv1.ClusterVariable
-		for _, o := range oldTopology.Workers.MachinePools {
-			if o.Name == mp.Name {
-				oldOverrides = o.Variables.Overrides
-			}
-		}
-		errs = append(errs, validateList(index, mp.Variables.Overrides, oldOverrides,
-			path.Child("workers", "machinePools").Index(i).Child("variables", "overrides"))...)
+	var errs field.ErrorList
+	for i, w := range workers {
+		name, list := overrides(w)
+		errs = append(errs, validateList(index, list, old[name], path.Index(i).Child("variables", "overrides"))...)
 	}
 	return errs
 }
 
 // requiredPresent reports each required variable the list leaves out and
 // whose schema gives no default to fill it with.
-func requiredPresent(index map[string]definition, values []clusterv1.ClusterVariable, path *field.Path) field.ErrorList {
+func requiredPresent(index map[string]*definition, values []clusterv1.ClusterVariable, path *field.Path) field.ErrorList {
 	var missing []string
 	for name, def := range index {
 		if !def.required || def.schema.Default != nil || slices.ContainsFunc(values, func(v clusterv1.ClusterVariable) bool { return v.Name == name }) {
@@ -94,7 +100,7 @@ func requiredPresent(index map[string]definition, values []clusterv1.ClusterVari
 
 // validateList checks one list of values (the Cluster's or an override
 // list) against the definitions.
-func validateList(index map[string]definition, values, oldValues []clusterv1.ClusterVariable, path *field.Path) field.ErrorList {
+func validateList(index map[string]*definition, values, oldValues []clusterv1.ClusterVariable, path *field.Path) field.ErrorList {
 	if errs := duplicateNames(values, path); len(errs) > 0 {
 		return errs
 	}
@@ -120,7 +126,10 @@ func validateList(index map[string]definition, values, oldValues []clusterv1.Clu
 // the way the API server checks a custom resource's field: OpenAPI first,
 // then fields the schema does not declare, then the CEL rules. old (nil on
 // create or when the variable was not set) is what transition rules see.
-func validateValue(def definition, raw apiextensionsv1.JSON, old *apiextensionsv1.JSON, path *field.Path) field.ErrorList {
+func validateValue(def *definition, raw apiextensionsv1.JSON, old *apiextensionsv1.JSON, path *field.Path) field.ErrorList {
+	if err := def.buildCheckers(); err != nil {
+		return field.ErrorList{brokenDefinition(path, def.name, err)}
+	}
 	defaulted, ferr := defaultValue(def, &raw, path)
 	if ferr != nil {
 		return field.ErrorList{ferr}
@@ -130,31 +139,16 @@ func validateValue(def definition, raw apiextensionsv1.JSON, old *apiextensionsv
 		return field.ErrorList{field.InternalError(path.Child("value"), err)}
 	}
 
-	schema, convErrs := internalSchema(&def.schema, field.NewPath("schema", "openAPIV3Schema"))
-	if len(convErrs) > 0 {
-		return field.ErrorList{brokenDefinition(path, def.name, convErrs.ToAggregate())}
-	}
-	validator, _, err := validation.NewSchemaValidator(schema)
-	if err != nil {
-		return field.ErrorList{brokenDefinition(path, def.name, err)}
-	}
 	valuePath := path.Child(wrapperProperty)
-	if errs := validation.ValidateCustomResource(valuePath, value, validator); len(errs) > 0 {
-		showValues(errs, valuePath.String(), value)
+	if errs := validation.ValidateCustomResource(valuePath, value, def.openAPI); len(errs) > 0 {
+		tidy(errs, lookupUnder(valuePath, value))
 		return explain(errs, def.name)
 	}
-
-	ss, err := structural(schema)
-	if err != nil {
-		return field.ErrorList{brokenDefinition(path, def.name, err)}
-	}
 	wrappedValue := map[string]any{wrapperProperty: value}
-	if errs := undeclaredFields(ss, wrappedValue, path, def.name); len(errs) > 0 {
+	if errs := undeclaredFields(def.structural, wrappedValue, path, def.name); len(errs) > 0 {
 		return errs
 	}
-
-	celValidator := cel.NewValidator(ss, false, celconfig.PerCallLimit)
-	if celValidator == nil {
+	if def.cel == nil {
 		return nil // no x-kubernetes-validations anywhere in the schema
 	}
 	var wrappedOld map[string]any
@@ -166,7 +160,7 @@ func validateValue(def definition, raw apiextensionsv1.JSON, old *apiextensionsv
 		}
 	}
 	// The same budget the API server gives one custom resource's rules.
-	errs, _ := celValidator.Validate(context.Background(), path, ss, wrappedValue, wrappedOld, celconfig.RuntimeCELCostBudget)
+	errs, _ := def.cel.Validate(context.Background(), path, def.structural, wrappedValue, wrappedOld, celconfig.RuntimeCELCostBudget)
 	return explain(errs, def.name)
 }
 
@@ -186,44 +180,41 @@ func undeclaredFields(ss *structuralschema.Structural, wrappedValue map[string]a
 	return errs
 }
 
-// explain names the variable in each error, drops the OpenAPI library's
-// "<field> in body" (the error's path already names the field), and says
-// what a bare "Required value" means.
+// explain names the variable in each error and says what a bare
+// "Required value" means.
 func explain(errs field.ErrorList, name string) field.ErrorList {
 	for _, e := range errs {
 		if e.Type == field.ErrorTypeRequired && e.Detail == "" {
 			e.Detail = fmt.Sprintf("variable %q: the variable's schema requires this field: set it", name)
 			continue
 		}
-		detail := e.Detail
-		if _, after, found := strings.Cut(detail, " in body "); found {
-			detail = after
-		}
-		e.Detail = fmt.Sprintf("variable %q: %s", name, detail)
+		e.Detail = fmt.Sprintf("variable %q: %s", name, e.Detail)
 	}
 	return errs
 }
 
-// showValues puts the value found at each error's path as the error's bad
-// value, and mends the paths of array elements: the OpenAPI library reports a wrong type by the type's name
-// ("integer"), which reads as if the user had written that word. A type
-// error's detail then says which type the value has instead. Counts (too
-// many, too long) keep the number the library reports.
-func showValues(errs field.ErrorList, valuePath string, value any) {
+// tidy mends what the OpenAPI library reports: it names an array element
+// "[1]", which joins the path as "value.[1]"; it repeats the field's name as
+// "<field> in body" in the detail, though the path names it; and it gives a
+// value of the wrong type by its type's name ("integer"), which reads as if
+// the user had written that word; it starts combinator errors with the
+// field's name in quotes. lookup, if not nil, finds the value at an
+// error's path, shown as the bad value instead; counts (too many, too long)
+// keep the number the library reports.
+func tidy(errs field.ErrorList, lookup func(path string) (any, bool)) {
 	for _, e := range errs {
-		// The library names an array element "[1]", which Child joins with
-		// a dot: "value.[1]".
 		e.Field = strings.ReplaceAll(e.Field, ".[", "[")
+		if _, after, found := strings.Cut(e.Detail, " in body "); found {
+			e.Detail = after
+		}
+		e.Detail = quotedName.ReplaceAllString(e.Detail, "")
 		if e.Type != field.ErrorTypeInvalid && e.Type != field.ErrorTypeTypeInvalid && e.Type != field.ErrorTypeNotSupported {
 			continue
 		}
-		rel, ok := strings.CutPrefix(e.Field, valuePath)
-		if !ok {
-			continue
-		}
-		found, ok := valueAt(value, rel)
-		if !ok {
-			continue
+		var found any
+		ok := false
+		if lookup != nil {
+			found, ok = lookup(e.Field)
 		}
 		if reported, isString := e.BadValue.(string); isString && e.Type == field.ErrorTypeTypeInvalid {
 			if d, cut := strings.CutSuffix(e.Detail, fmt.Sprintf(": %q", reported)); cut {
@@ -232,10 +223,32 @@ func showValues(errs field.ErrorList, valuePath string, value any) {
 					e.Detail = fmt.Sprintf("%s, not %s", d, reported)
 				}
 			}
+			if !ok {
+				e.BadValue = field.OmitValueType{}
+			}
 		}
-		e.BadValue = found
+		if ok {
+			e.BadValue = found
+		}
 	}
 }
+
+// lookupUnder finds values under the path where value sits.
+func lookupUnder(valuePath *field.Path, value any) func(string) (any, bool) {
+	prefix := valuePath.String()
+	return func(path string) (any, bool) {
+		rel, ok := strings.CutPrefix(path, prefix)
+		if !ok {
+			return nil, false
+		}
+		return valueAt(value, rel)
+	}
+}
+
+// quotedName is how the OpenAPI library starts the detail of allOf, anyOf,
+// oneOf and not errors: the field's name in quotes ("" for the value
+// itself).
+var quotedName = regexp.MustCompile(`^"[^"]*" `)
 
 // jsonTypes are the names the OpenAPI library reports a value's type by.
 var jsonTypes = map[string]bool{"string": true, "integer": true, "number": true, "boolean": true, "object": true, "array": true, "null": true}

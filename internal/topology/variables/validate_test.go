@@ -53,6 +53,60 @@ x-kubernetes-validations:
 - rule: self.host.endsWith('.io')
   message: the mirror must be a .io host
 `)),
+		inline("quantity", false, schemaOf(t, `
+x-kubernetes-int-or-string: true
+anyOf: [{type: integer}, {type: string}]
+pattern: "^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$"
+`)),
+		inline("endpoint", false, schemaOf(t, `
+type: object
+properties:
+  host: {type: string}
+  ip: {type: string}
+  port: {type: integer}
+oneOf: [{required: [host]}, {required: [ip]}]
+not: {required: [port], properties: {port: {enum: [0]}}}
+`)),
+		inline("size", false, schemaOf(t, `
+type: object
+properties:
+  cpu: {type: integer}
+  memory: {type: integer}
+allOf: [{required: [cpu]}, {required: [memory]}]
+anyOf: [{properties: {cpu: {minimum: 2}}}, {properties: {memory: {minimum: 4096}}}]
+`)),
+		inline("flavor", false, schemaOf(t, `
+type: object
+properties:
+  name: {type: string}
+enum: [{name: small}, {name: large}]
+`)),
+		inline("nested", false, schemaOf(t, `
+type: object
+x-kubernetes-preserve-unknown-fields: true
+properties:
+  typed:
+    type: object
+    properties:
+      a: {type: string}
+`)),
+		inline("dashes", false, schemaOf(t, `
+type: object
+properties:
+  max-pods: {type: integer}
+x-kubernetes-validations:
+- rule: "!has(self.max__dash__pods) || self.max__dash__pods <= 110"
+  messageExpression: "'max-pods ' + string(self.max__dash__pods) + ' is above 110'"
+`)),
+		inline("fallback", false, schemaOf(t, `
+type: object
+properties:
+  list: {type: array, items: {type: string}}
+x-kubernetes-validations:
+- rule: "self.list.size() > 0"
+  message: list at least one item
+  messageExpression: "self.list[5]"
+`)),
 		inline("version", false, schemaOf(t, `
 type: integer
 x-kubernetes-validations:
@@ -165,6 +219,41 @@ func TestValidateCluster(t *testing.T) {
 		{name: "CEL rules see the defaults filled", values: []clusterv1.ClusterVariable{value("mirror", `{}`)}},
 		{name: "CEL rule refuses a non-default", values: []clusterv1.ClusterVariable{value("mirror", `{"host":"example.com"}`)},
 			errs: []string{`spec.topology.variables[1].value: Invalid value: variable "mirror": the mirror must be a .io host`}},
+		{name: "int-or-string with anyOf and a pattern (a resource quantity)",
+			values: []clusterv1.ClusterVariable{value("quantity", `"100Mi"`)}},
+		{name: "a resource quantity as a number", values: []clusterv1.ClusterVariable{value("quantity", `3`)}},
+		{name: "a resource quantity refused", values: []clusterv1.ClusterVariable{value("quantity", `"100 apples"`)},
+			errs: []string{`spec.topology.variables[1].value: Invalid value: "100 apples": variable "quantity": should match`}},
+		{name: "oneOf and not accept", values: []clusterv1.ClusterVariable{value("endpoint", `{"host":"a","port":1}`)}},
+		{name: "oneOf refuses both", values: []clusterv1.ClusterVariable{value("endpoint", `{"host":"a","ip":"b"}`)},
+			errs: []string{`spec.topology.variables[1].value: Invalid value: {"host":"a","ip":"b"}: variable "endpoint": must validate one and only one schema (oneOf)`}},
+		{name: "not refuses", values: []clusterv1.ClusterVariable{value("endpoint", `{"host":"a","port":0}`)},
+			errs: []string{`spec.topology.variables[1].value: Invalid value: {"host":"a","port":0}: variable "endpoint": must not validate the schema (not)`}},
+		{name: "allOf and anyOf accept", values: []clusterv1.ClusterVariable{value("size", `{"cpu":1,"memory":8192}`)}},
+		{name: "allOf refuses", values: []clusterv1.ClusterVariable{value("size", `{"cpu":4}`)},
+			errs: []string{
+				`spec.topology.variables[1].value.memory: Required value: variable "size": the variable's schema requires this field`,
+				`spec.topology.variables[1].value: Invalid value: {"cpu":4}: variable "size": must validate all the schemas (allOf)`,
+			}},
+		{name: "anyOf refuses", values: []clusterv1.ClusterVariable{value("size", `{"cpu":1,"memory":1024}`)},
+			errs: []string{
+				`spec.topology.variables[1].value: Invalid value: {"cpu":1,"memory":1024}: variable "size": must validate at least one schema (anyOf)`,
+				`spec.topology.variables[1].value.cpu: Invalid value: 1: variable "size": should be greater than or equal to 2`,
+			}},
+		{name: "an object enum accepts", values: []clusterv1.ClusterVariable{value("flavor", `{"name":"large"}`)}},
+		{name: "an object enum refuses", values: []clusterv1.ClusterVariable{value("flavor", `{"name":"medium"}`)},
+			errs: []string{`spec.topology.variables[1].value: Unsupported value: {"name":"medium"}: variable "flavor": supported values: "{\"name\":\"small\"}", "{\"name\":\"large\"}"`}},
+		{name: "fields under preserve-unknown-fields are kept, declared ones still checked",
+			values: []clusterv1.ClusterVariable{value("nested", `{"free":{"x":1},"typed":{"a":"s"}}`)}},
+		{name: "an undeclared field inside a declared object under preserve-unknown-fields",
+			values: []clusterv1.ClusterVariable{value("nested", `{"typed":{"a":"s","b":1}}`)},
+			errs:   []string{`spec.topology.variables[1].value.typed.b: Invalid value: "": variable "nested": the variable's schema declares no such field`}},
+		{name: "a field name differing only in case is undeclared", values: []clusterv1.ClusterVariable{value("image", `{"Name":"u","name":"u"}`)},
+			errs: []string{`spec.topology.variables[1].value.Name: Invalid value: "": variable "image": the variable's schema declares no such field`}},
+		{name: "a rule on a field with a dash in its name", values: []clusterv1.ClusterVariable{value("dashes", `{"max-pods":200}`)},
+			errs: []string{`spec.topology.variables[1].value: Invalid value: variable "dashes": max-pods 200 is above 110`}},
+		{name: "a message expression that fails falls back to the message", values: []clusterv1.ClusterVariable{value("fallback", `{"list":[]}`)},
+			errs: []string{`spec.topology.variables[1].value: Invalid value: variable "fallback": list at least one item`}},
 		{name: "a transition rule is skipped on create", values: []clusterv1.ClusterVariable{value("version", `1`)}},
 		{name: "a transition rule is skipped when the old Cluster did not set the variable",
 			values: []clusterv1.ClusterVariable{value("version", `1`)}, old: topologyCluster()},
