@@ -22,13 +22,9 @@ type clusterClassValidator struct{ s *Server }
 
 func (v *clusterClassValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	if req.Operation == admissionv1.Delete {
-		old := &clusterv1.ClusterClass{}
-		if err := v.s.decoder.DecodeRaw(req.OldObject, old); err != nil {
-			return admission.Errored(http.StatusBadRequest, err)
-		}
-		clusters, err := v.s.clustersUsing(ctx, old)
-		if err != nil {
-			return admission.Errored(http.StatusInternalServerError, err)
+		old, clusters, resp := v.old(ctx, req)
+		if old == nil {
+			return resp
 		}
 		if len(clusters) > 0 {
 			return refuse(apierrors.NewForbidden(clusterv1.GroupVersion.WithResource("clusterclasses").GroupResource(), old.Name,
@@ -43,13 +39,9 @@ func (v *clusterClassValidator) Handle(ctx context.Context, req admission.Reques
 	_, errs := variables.Definitions(cc)
 	errs = append(errs, uniqueClasses(cc)...)
 	if req.Operation == admissionv1.Update {
-		old := &clusterv1.ClusterClass{}
-		if err := v.s.decoder.DecodeRaw(req.OldObject, old); err != nil {
-			return admission.Errored(http.StatusBadRequest, err)
-		}
-		clusters, err := v.s.clustersUsing(ctx, old)
-		if err != nil {
-			return admission.Errored(http.StatusInternalServerError, err)
+		old, clusters, resp := v.old(ctx, req)
+		if old == nil {
+			return resp
 		}
 		errs = append(errs, removalsInUse(old, cc, clusters)...)
 	}
@@ -57,6 +49,20 @@ func (v *clusterClassValidator) Handle(ctx context.Context, req admission.Reques
 		return refuse(apierrors.NewInvalid(clusterClassKind, cc.Name, errs))
 	}
 	return admission.Allowed("")
+}
+
+// old reads the class as it was and the Clusters that use it; on failure
+// the class is nil and the response says why.
+func (v *clusterClassValidator) old(ctx context.Context, req admission.Request) (*clusterv1.ClusterClass, []clusterv1.Cluster, admission.Response) {
+	old := &clusterv1.ClusterClass{}
+	if err := v.s.decoder.DecodeRaw(req.OldObject, old); err != nil {
+		return nil, nil, admission.Errored(http.StatusBadRequest, err)
+	}
+	clusters, err := v.s.clustersUsing(ctx, old)
+	if err != nil {
+		return nil, nil, admission.Errored(http.StatusInternalServerError, err)
+	}
+	return old, clusters, admission.Response{}
 }
 
 func pointers(clusters []clusterv1.Cluster) []*clusterv1.Cluster {

@@ -12,7 +12,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
@@ -27,15 +26,11 @@ const timeout = 30 * time.Second
 // variables (the webhooks check Clusters against them).
 func readyClass(t *testing.T, ns string, edit func(*clusterv1.ClusterClass)) *clusterv1.ClusterClass {
 	t.Helper()
-	objs := fx.ReadObjects(t, "../controllers/clusterclass/testdata/quick-start.yaml", ns)
-	cc := &clusterv1.ClusterClass{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(objs[0].Object, cc); err != nil {
-		t.Fatal(err)
-	}
+	cc, templates := fx.QuickStartClass(t, ns)
 	if edit != nil {
 		edit(cc)
 	}
-	for _, o := range objs[1:] {
+	for _, o := range templates {
 		fx.Create(t, env.Client, o)
 	}
 	fx.Create(t, env.Client, cc)
@@ -232,11 +227,7 @@ func TestClassInUseKeepsWhatItsClustersUse(t *testing.T) {
 
 func TestBrokenDefinitionIsRefusedAtTheDoor(t *testing.T) {
 	ns := env.Namespace(t)
-	objs := fx.ReadObjects(t, "../controllers/clusterclass/testdata/quick-start.yaml", ns)
-	cc := &clusterv1.ClusterClass{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(objs[0].Object, cc); err != nil {
-		t.Fatal(err)
-	}
+	cc, _ := fx.QuickStartClass(t, ns)
 	cc.Spec.Variables[1].Schema.OpenAPIV3Schema.Default = &apiextensionsv1.JSON{Raw: []byte(`11`)}
 	refused(t, env.Client.Create(context.Background(), cc), "validation.clusterclass.capstan.dev", "spec.variables[1]")
 }
@@ -269,7 +260,7 @@ func TestRenewedCertificateIsStillTrusted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fx.Eventually(t, "certificate renewed twice", timeout, func(ctx context.Context) string {
+	fx.Eventually(t, "served certificate renewed", timeout, func(ctx context.Context) string {
 		serial, err := servedCertificate(ctx)
 		if err != nil {
 			return err.Error()

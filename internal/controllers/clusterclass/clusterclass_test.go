@@ -10,7 +10,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
@@ -20,20 +19,15 @@ import (
 
 const timeout = 30 * time.Second
 
-// quickStart reads the tests' class and templates into ns; edit, when set,
-// changes the class before anything is created. It returns the class and
-// the templates, uncreated.
+// quickStart is the tests' class and its templates in ns, edited by edit
+// when set, uncreated.
 func quickStart(t *testing.T, ns string, edit func(*clusterv1.ClusterClass)) (*clusterv1.ClusterClass, []*unstructured.Unstructured) {
 	t.Helper()
-	objs := fx.ReadObjects(t, "testdata/quick-start.yaml", ns)
-	cc := &clusterv1.ClusterClass{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(objs[0].Object, cc); err != nil {
-		t.Fatal(err)
-	}
+	cc, templates := fx.QuickStartClass(t, ns)
 	if edit != nil {
 		edit(cc)
 	}
-	return cc, objs[1:]
+	return cc, templates
 }
 
 func create(t *testing.T, objs ...*unstructured.Unstructured) {
