@@ -23,10 +23,11 @@ var (
 	stopManager func()
 )
 
-// lifetimes renew the serving certificate every few seconds, so that every
-// test also runs across renewals.
+// lifetimes renew the authority every 20 seconds (the serving certificate
+// follows it once the handoff is over), so that every test also runs across
+// renewals of both.
 var lifetimes = webhook.Lifetimes{
-	CA: webhook.DefaultLifetimes.CA, CARenewBefore: webhook.DefaultLifetimes.CARenewBefore,
+	CA: time.Hour, CARenewBefore: time.Hour - 20*time.Second,
 	Serving: time.Hour, ServingRenewBefore: time.Hour - 4*time.Second,
 }
 
