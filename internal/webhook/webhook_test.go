@@ -14,6 +14,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
@@ -225,6 +226,34 @@ func TestClassInUseKeepsWhatItsClustersUse(t *testing.T) {
 	if !apierrors.IsForbidden(err) {
 		t.Errorf("deleting a class in use: %v, want Forbidden", err)
 	}
+}
+
+// A class made stricter after a Cluster was admitted does not block the
+// Cluster's other writes; a change of its variables meets the new rules.
+func TestStricterClassDoesNotBlockOtherWrites(t *testing.T) {
+	ns := env.Namespace(t)
+	cc := readyClass(t, ns, nil)
+	c := topologyCluster(ns, "loud", variable("kubeletLogLevel", `8`))
+	fx.Create(t, env.Client, c)
+	if err := update(t, cc, func(cc *clusterv1.ClusterClass) {
+		cc.Spec.Variables[1].Schema.OpenAPIV3Schema.Maximum = ptr.To(int64(5))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	fx.Eventually(t, "the stricter class reconciled", timeout, func(ctx context.Context) string {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cc), cc); err != nil {
+			return err.Error()
+		}
+		return fx.Unless(cc.Status.ObservedGeneration == cc.Generation && len(cc.Status.Variables) > 1 &&
+			ptr.Deref(cc.Status.Variables[1].Definitions[0].Schema.OpenAPIV3Schema.Maximum, 0) == 5, "status.variables not yet the stricter ones")
+	})
+	if err := update(t, c, func(c *clusterv1.Cluster) { c.Labels = map[string]string{"team": "a"} }); err != nil {
+		t.Errorf("a label change was refused because of a value the class no longer allows: %v", err)
+	}
+	err := update(t, c, func(c *clusterv1.Cluster) {
+		c.Spec.Topology.Variables = append(c.Spec.Topology.Variables, variable("podSecurityStandard", `{}`))
+	})
+	refused(t, err, "default.cluster.capstan.dev", `variable "kubeletLogLevel"`, "less than or equal to 5")
 }
 
 func TestBrokenDefinitionIsRefusedAtTheDoor(t *testing.T) {
