@@ -243,6 +243,8 @@ func (s *Server) refresh(ctx context.Context) (time.Time, error) {
 				return time.Time{}, fmt.Errorf("webhook: storing Secret %s/%s: %w", s.opts.Namespace, SecretName, err)
 			}
 			_, next = l.plan(m, s.id, now)
+			ctrl.LoggerFrom(ctx).WithName("webhook").Info("Renewed the webhook certificates", "authority", r.ca, "serving", r.serving,
+				"servingExpires", m.serving.Cert.NotAfter, "nextCheck", next)
 		}
 		return next, s.use(m, now)
 	}
