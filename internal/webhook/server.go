@@ -45,6 +45,11 @@ type Options struct {
 	// configurations point at it: from then on objects the webhooks check
 	// can be created.
 	Ready func()
+	// FilteredCache says the manager's cache holds only some objects (one
+	// namespace, a watch filter), while the webhooks answer for the whole
+	// cluster: the Clusters that use a class are then listed from the API
+	// server.
+	FilteredCache bool
 }
 
 // Server serves the admission webhooks. Every replica of the manager runs

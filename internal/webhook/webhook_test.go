@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/manager"
 	"capstan.dev/capstan/internal/webhook"
 	fx "capstan.dev/capstan/test/fixture"
 )
@@ -254,6 +255,29 @@ func TestStricterClassDoesNotBlockOtherWrites(t *testing.T) {
 		c.Spec.Topology.Variables = append(c.Spec.Topology.Variables, variable("podSecurityStandard", `{}`))
 	})
 	refused(t, err, "default.cluster.capstan.dev", `variable "kubeletLogLevel"`, "less than or equal to 5")
+}
+
+// A manager whose cache holds only some objects (--watch-filter) still
+// answers for the whole cluster: a class used by a Cluster outside its
+// filter cannot be deleted.
+func TestFilteredManagerSeesEveryClusterOfAClass(t *testing.T) {
+	stopManager()
+	if err := startManager(func(o *manager.Options) { o.WatchFilter = "team-a" }); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		stopManager()
+		if err := startManager(); err != nil {
+			t.Fatalf("restarting the manager: %v", err)
+		}
+	}()
+	ns := env.Namespace(t)
+	cc := readyClass(t, ns, func(cc *clusterv1.ClusterClass) {
+		cc.Labels = map[string]string{manager.WatchFilterLabel: "team-a"}
+	})
+	fx.Create(t, env.Client, topologyCluster(ns, "unfiltered"))
+	err := env.Client.Delete(context.Background(), cc)
+	refused(t, err, "validation.clusterclass.capstan.dev", "it is used by Cluster(s) "+ns+"/unfiltered")
 }
 
 func TestBrokenDefinitionIsRefusedAtTheDoor(t *testing.T) {
