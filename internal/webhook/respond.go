@@ -56,28 +56,38 @@ const (
 func (s *Server) class(ctx context.Context, key types.NamespacedName) (*clusterv1.ClusterClass, classState, error) {
 	cc := &clusterv1.ClusterClass{}
 	state := classNotFound
+	seen := false // whether a read ever answered
 	var readErr error
 	_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, classWait, true, func(ctx context.Context) (bool, error) {
-		readErr = s.client.Get(ctx, key, cc)
-		if apierrors.IsNotFound(readErr) {
+		err := s.client.Get(ctx, key, cc)
+		if apierrors.IsNotFound(err) {
 			// The cache may not hold it (a filtered cache, or a class
 			// created a moment ago).
-			readErr = s.live.Get(ctx, key, cc)
+			err = s.live.Get(ctx, key, cc)
 		}
 		switch {
-		case apierrors.IsNotFound(readErr):
-			state, readErr = classNotFound, nil
+		case apierrors.IsNotFound(err):
+			state, seen = classNotFound, true
 			return false, nil
-		case readErr != nil:
+		case err != nil:
+			// A read cut short by the wait's own deadline says nothing.
+			if ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
+				readErr = err
+			}
 			return false, nil
-		case !reconciled(cc):
+		}
+		seen = true
+		if !reconciled(cc) {
 			state = classNotReconcil
 			return false, nil
 		}
 		state = classReady
 		return true, nil
 	})
-	if readErr != nil {
+	if !seen {
+		if readErr == nil {
+			readErr = errors.New("no answer within " + classWait.String())
+		}
 		return nil, state, fmt.Errorf("reading ClusterClass %s: %w", key, readErr)
 	}
 	if state == classNotFound {
