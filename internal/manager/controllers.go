@@ -9,6 +9,7 @@ import (
 
 	"capstan.dev/capstan/internal/contract"
 	clustercontroller "capstan.dev/capstan/internal/controllers/cluster"
+	clusterclasscontroller "capstan.dev/capstan/internal/controllers/clusterclass"
 	clusterresourcesetcontroller "capstan.dev/capstan/internal/controllers/clusterresourceset"
 	kubeadmconfigcontroller "capstan.dev/capstan/internal/controllers/kubeadmconfig"
 	kubeadmcontrolplanecontroller "capstan.dev/capstan/internal/controllers/kubeadmcontrolplane"
@@ -19,6 +20,7 @@ import (
 	machinesetcontroller "capstan.dev/capstan/internal/controllers/machineset"
 	"capstan.dev/capstan/internal/providers/inmemory"
 	"capstan.dev/capstan/internal/providers/local"
+	"capstan.dev/capstan/internal/webhook"
 	"capstan.dev/capstan/internal/workload"
 )
 
@@ -40,6 +42,17 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	}
 	if err := clusters.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.concurrency(ClusterController)}); err != nil {
 		return err
+	}
+	classes := &clusterclasscontroller.Reconciler{Client: mgr.GetClient(), Resolver: resolver}
+	if err := classes.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.concurrency(ClusterClassController)}); err != nil {
+		return err
+	}
+	if o.Webhook != nil {
+		hooks := *o.Webhook
+		hooks.FilteredCache = o.Namespace != "" || o.WatchFilter != ""
+		if _, err := webhook.Setup(ctx, mgr, hooks); err != nil {
+			return err
+		}
 	}
 	machines := &machinecontroller.Reconciler{
 		Client:   mgr.GetClient(),
