@@ -10,6 +10,7 @@ import (
 	"capstan.dev/capstan/internal/contract"
 	clustercontroller "capstan.dev/capstan/internal/controllers/cluster"
 	clusterresourcesetcontroller "capstan.dev/capstan/internal/controllers/clusterresourceset"
+	clustertopologycontroller "capstan.dev/capstan/internal/controllers/clustertopology"
 	kubeadmconfigcontroller "capstan.dev/capstan/internal/controllers/kubeadmconfig"
 	kubeadmcontrolplanecontroller "capstan.dev/capstan/internal/controllers/kubeadmcontrolplane"
 	machinecontroller "capstan.dev/capstan/internal/controllers/machine"
@@ -39,6 +40,14 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Recorder: mgr.GetEventRecorder("cluster-controller"),
 	}
 	if err := clusters.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.concurrency(ClusterController)}); err != nil {
+		return err
+	}
+	topologies := &clustertopologycontroller.Reconciler{
+		Client:   mgr.GetClient(),
+		Resolver: resolver,
+		Recorder: mgr.GetEventRecorder("clustertopology-controller"),
+	}
+	if err := topologies.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.concurrency(ClusterTopologyController)}); err != nil {
 		return err
 	}
 	machines := &machinecontroller.Reconciler{

@@ -77,7 +77,10 @@ const DefaultConcurrency = 10
 
 // Controller names, as used in Options.Concurrency and in metrics.
 const (
-	ClusterController             = "cluster"
+	ClusterController = "cluster"
+	// ClusterTopologyController applies the managed topology of Clusters
+	// with spec.topology.
+	ClusterTopologyController     = "clustertopology"
 	MachineController             = "machine"
 	MachineSetController          = "machineset"
 	MachineDeploymentController   = "machinedeployment"

@@ -148,13 +148,13 @@ func (r *Reconciler) reconcileControlPlane(ctx context.Context, s *scope) (time.
 	if err != nil {
 		return 0, err
 	}
-	c.Status.ControlPlane = &clusterv1.ClusterControlPlaneStatus{
+	c.Status.ControlPlane = keepTopologyFields(c.Status.ControlPlane, &clusterv1.ClusterControlPlaneStatus{
 		DesiredReplicas:   replicas.Desired,
 		Replicas:          replicas.Current,
 		ReadyReplicas:     replicas.Ready,
 		AvailableReplicas: replicas.Available,
 		UpToDateReplicas:  replicas.UpToDate,
-	}
+	})
 	return 0, nil
 }
 
@@ -234,14 +234,14 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (time.Dura
 	for i := range s.machinePools {
 		workers.desired += ptr.Deref(s.machinePools[i].Spec.Replicas, 0)
 	}
-	c.Status.Workers = workers.workersStatus()
+	c.Status.Workers = keepWorkersTopologyFields(c.Status.Workers, workers.workersStatus())
 	if !c.Spec.ControlPlaneRef.IsDefined() {
 		controlPlane.desired = controlPlane.current
 		cp := controlPlane.workersStatus()
-		c.Status.ControlPlane = &clusterv1.ClusterControlPlaneStatus{
+		c.Status.ControlPlane = keepTopologyFields(c.Status.ControlPlane, &clusterv1.ClusterControlPlaneStatus{
 			DesiredReplicas: cp.DesiredReplicas, Replicas: cp.Replicas, ReadyReplicas: cp.ReadyReplicas,
 			AvailableReplicas: cp.AvailableReplicas, UpToDateReplicas: cp.UpToDateReplicas,
-		}
+		})
 		if c.Status.Initialization.ControlPlaneInitialized == nil {
 			c.Status.Initialization.ControlPlaneInitialized = ptr.To(false)
 		}
@@ -271,4 +271,23 @@ func (c counters) workersStatus() *clusterv1.WorkersStatus {
 		DesiredReplicas: ptr.To(c.desired), Replicas: ptr.To(c.current), ReadyReplicas: ptr.To(c.ready),
 		AvailableReplicas: ptr.To(c.available), UpToDateReplicas: ptr.To(c.upToDate),
 	}
+}
+
+// keepTopologyFields carries over, from the status as read, the control
+// plane fields another writer owns: the upgrade plan is the topology
+// controller's (and the version counts are not counted here). Replacing
+// the whole struct would make this controller's patch remove them.
+func keepTopologyFields(old, counted *clusterv1.ClusterControlPlaneStatus) *clusterv1.ClusterControlPlaneStatus {
+	if old != nil {
+		counted.Versions, counted.UpgradePlan = old.Versions, old.UpgradePlan
+	}
+	return counted
+}
+
+// keepWorkersTopologyFields is keepTopologyFields for the workers.
+func keepWorkersTopologyFields(old, counted *clusterv1.WorkersStatus) *clusterv1.WorkersStatus {
+	if old != nil {
+		counted.Versions, counted.UpgradePlan = old.Versions, old.UpgradePlan
+	}
+	return counted
 }
