@@ -44,6 +44,23 @@ func CloneTemplate(ctx context.Context, r *Resolver, c client.Client, tmpl *unst
 	if err != nil {
 		return nil, err
 	}
+	obj, err := FromTemplate(tmpl, gvk, clone)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("creating %s %s from %s %s: %w", gvk.Kind, clone.Name, tmpl.GetKind(), tmpl.GetName(), err)
+	}
+	return obj, nil
+}
+
+// FromTemplate is the object CloneTemplate creates, computed without I/O: of
+// kind gvk, its spec the template's spec.template.spec, its labels and
+// annotations the template's spec.template.metadata ones plus the clone's,
+// the cluster name label (when clone.ClusterName is set) and the cloned-from
+// annotations. The clone's owner becomes its only owner reference; a zero
+// Owner leaves it without one.
+func FromTemplate(tmpl *unstructured.Unstructured, gvk schema.GroupVersionKind, clone Clone) (*unstructured.Unstructured, error) {
 	src, _, err := unstructured.NestedMap(tmpl.Object, "spec", "template")
 	if err != nil {
 		return nil, fmt.Errorf("reading spec.template of %s %s: %w", tmpl.GetKind(), tmpl.GetName(), err)
@@ -61,7 +78,9 @@ func CloneTemplate(ctx context.Context, r *Resolver, c client.Client, tmpl *unst
 		labels = map[string]string{}
 	}
 	maps.Copy(labels, clone.Labels)
-	labels[clusterv1.ClusterNameLabel] = clone.ClusterName
+	if clone.ClusterName != "" {
+		labels[clusterv1.ClusterNameLabel] = clone.ClusterName
+	}
 	obj.SetLabels(labels)
 
 	annotations, _, _ := unstructured.NestedStringMap(src, "metadata", "annotations")
@@ -73,9 +92,8 @@ func CloneTemplate(ctx context.Context, r *Resolver, c client.Client, tmpl *unst
 	annotations[clusterv1.TemplateClonedFromGroupKindAnnotation] = tmpl.GroupVersionKind().GroupKind().String()
 	obj.SetAnnotations(annotations)
 
-	obj.SetOwnerReferences([]metav1.OwnerReference{clone.Owner})
-	if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
-		return nil, fmt.Errorf("creating %s %s from %s %s: %w", gvk.Kind, clone.Name, tmpl.GetKind(), tmpl.GetName(), err)
+	if clone.Owner.Name != "" {
+		obj.SetOwnerReferences([]metav1.OwnerReference{clone.Owner})
 	}
 	return obj, nil
 }

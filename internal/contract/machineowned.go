@@ -59,9 +59,18 @@ func SetByManager(obj metav1.Object, manager string, path ...string) bool {
 // updates and patches of obj itself (not of a subresource, not applies), the
 // decoded field set ({"f:metadata": {"f:labels": {"f:a": {}}}, ...}).
 func FieldsSetBy(obj metav1.Object, manager string) []map[string]any {
+	return fieldSets(obj, manager, metav1.ManagedFieldsOperationUpdate)
+}
+
+// FieldsAppliedBy is FieldsSetBy for manager's server-side applies.
+func FieldsAppliedBy(obj metav1.Object, manager string) []map[string]any {
+	return fieldSets(obj, manager, metav1.ManagedFieldsOperationApply)
+}
+
+func fieldSets(obj metav1.Object, manager string, op metav1.ManagedFieldsOperationType) []map[string]any {
 	var sets []map[string]any
 	for _, entry := range obj.GetManagedFields() {
-		if entry.Manager != manager || entry.Operation != metav1.ManagedFieldsOperationUpdate || entry.Subresource != "" || entry.FieldsV1 == nil {
+		if entry.Manager != manager || entry.Operation != op || entry.Subresource != "" || entry.FieldsV1 == nil {
 			continue
 		}
 		var fields map[string]any

@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/names"
 )
 
 func fixedRandom(n int) string { return strings.Repeat("x", n) }
@@ -44,7 +45,7 @@ func TestMachineName(t *testing.T) {
 	// Real random suffixes differ.
 	a, _ := machineName("", "c", "ms", randomString)
 	b, _ := machineName("", "c", "ms", randomString)
-	if a == b || len(a) != len("ms-")+randomLength {
+	if a == b || len(a) != len("ms-")+names.RandomLength {
 		t.Errorf("random names %q and %q", a, b)
 	}
 }

@@ -1,23 +1,14 @@
 package machineset
 
 import (
-	"bytes"
 	"fmt"
 	"strings"
-	"text/template"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"capstan.dev/capstan/internal/contract"
-)
-
-// Machine names follow the Kubernetes convention for generated names: at
-// most 63 characters, the last five of them random.
-const (
-	maxNameLength = 63
-	randomLength  = 5
+	"capstan.dev/capstan/internal/names"
 )
 
 // defaultNameTemplate names Machines when spec.machineNaming.template is not
@@ -40,25 +31,13 @@ func machineName(nameTemplate, clusterName, machineSetName string, random func(i
 	if !strings.Contains(nameTemplate, randomPlaceholder) {
 		return "", fmt.Errorf("spec.machineNaming.template %q must contain %s so that Machine names never collide", nameTemplate, randomPlaceholder)
 	}
-	tpl, err := template.New("machine name").Option("missingkey=error").Parse(nameTemplate)
-	if err != nil {
-		return "", fmt.Errorf("spec.machineNaming.template %q cannot be parsed: %w", nameTemplate, err)
-	}
 	data := map[string]any{
 		"cluster":    map[string]any{"name": clusterName},
 		"machineSet": map[string]any{"name": machineSetName},
-		"random":     random(randomLength),
 	}
-	var buf bytes.Buffer
-	if err := tpl.Execute(&buf, data); err != nil {
-		return "", fmt.Errorf("spec.machineNaming.template %q cannot be rendered (it may use .cluster.name, .machineSet.name and .random): %w", nameTemplate, err)
-	}
-	name := buf.String()
-	if len(name) > maxNameLength {
-		name = name[:maxNameLength-randomLength] + random(randomLength)
-	}
-	if problems := validation.IsDNS1123Subdomain(name); len(problems) > 0 {
-		return "", fmt.Errorf("spec.machineNaming.template %q renders %q, which is not a valid object name: %s", nameTemplate, name, strings.Join(problems, "; "))
+	name, err := names.Render(nameTemplate, data, random)
+	if err != nil {
+		return "", fmt.Errorf("spec.machineNaming.template %q %w (it may use .cluster.name, .machineSet.name and .random)", nameTemplate, err)
 	}
 	return name, nil
 }

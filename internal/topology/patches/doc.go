@@ -1,0 +1,22 @@
+// Package patches applies a ClusterClass's inline patches to the templates
+// of a Cluster's topology, with upstream Cluster API v1.14's semantics:
+//
+//   - a definition selects templates by apiVersion, kind and matchResources
+//     (infrastructureCluster; controlPlane, which covers the control plane
+//     template and its machine infrastructure template; machineDeploymentClass
+//     and machinePoolClass by class name, "*", "prefix*" or "*suffix");
+//   - enabledIf is a Go template over the template's variables; the patch
+//     applies where it renders the value true;
+//   - each jsonPatch (add, replace, remove under /spec) takes its value
+//     literally, from a variable (with a sub-path such as "net.cidrs[0]") or
+//     from a Go template with the hermetic sprig functions, parsed as YAML;
+//   - patches apply in the class's order, each seeing the results of the
+//     ones before it.
+//
+// External patches (Runtime SDK extensions) are not run by Capstan: Apply
+// refuses a class that has one with an *UnsupportedError, so that the caller
+// can say so in a condition rather than produce templates without them.
+//
+// Pure: no client, no clock, no I/O. Validate gives the same static checks
+// for an admission webhook.
+package patches
