@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
+	"capstan.dev/capstan/internal/contract"
 	"capstan.dev/capstan/internal/kit"
 )
 
@@ -86,7 +87,7 @@ func (r *Reconciler) apply(ctx context.Context, req applyRequest) (applied, erro
 		if err != nil {
 			return applied{}, err
 		}
-		if change, _ := needsApply(current, wantMap, appliedFields(req.current, FieldManager)); !change {
+		if change, _ := needsApply(current, wantMap, contract.FieldsAppliedBy(req.current, FieldManager)); !change {
 			return applied{obj: &unstructured.Unstructured{Object: current}}, nil
 		}
 	}

@@ -6,8 +6,6 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // A server-side apply that would change nothing still costs a request, and
@@ -25,34 +23,22 @@ import (
 
 // needsApply tells whether applying want (a JSON-shaped map) over current
 // would change current, and names the first difference found, for logs.
-func needsApply(current, want map[string]any, owned map[string]any) (bool, string) {
+// owned are the field sets of the topology's applies of current.
+func needsApply(current, want map[string]any, owned []map[string]any) (bool, string) {
 	if why := subset(want, current, nil); why != "" {
 		return true, why
 	}
-	if owned == nil {
+	if len(owned) == 0 {
 		// Made by someone else, or the apply record is gone: one apply makes
 		// the ownership ours, so that fields later dropped are removed.
 		return true, "the topology does not own the object's fields yet"
 	}
-	if why := ownedBeyond(owned, want, nil); why != "" {
-		return true, why
+	for _, fields := range owned {
+		if why := ownedBeyond(fields, want, nil); why != "" {
+			return true, why
+		}
 	}
 	return false, ""
-}
-
-// appliedFields decodes the field set manager's applies own on the object
-// itself (not on a subresource); nil when it has applied nothing.
-func appliedFields(obj metav1.Object, manager string) map[string]any {
-	for _, e := range obj.GetManagedFields() {
-		if e.Manager != manager || e.Operation != metav1.ManagedFieldsOperationApply || e.Subresource != "" || e.FieldsV1 == nil {
-			continue
-		}
-		fields := map[string]any{}
-		if err := json.Unmarshal(e.FieldsV1.Raw, &fields); err == nil {
-			return fields
-		}
-	}
-	return nil
 }
 
 // unorderedLists are the lists other writers add entries to, so the

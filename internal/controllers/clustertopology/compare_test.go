@@ -42,9 +42,9 @@ func TestNeedsApply(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var ownedFields map[string]any
+			var ownedFields []map[string]any
 			if tt.owned != "" {
-				ownedFields = decode(t, tt.owned)
+				ownedFields = []map[string]any{decode(t, tt.owned)}
 			}
 			change, why := needsApply(decode(t, tt.current), decode(t, tt.want), ownedFields)
 			if change != tt.change || !strings.Contains(why, tt.why) {

@@ -39,6 +39,7 @@ func (r *Reconciler) computeState(_ context.Context, s *scope) (time.Duration, e
 		Class:          s.class,
 		ClassTemplates: s.classTemplates,
 		Current:        s.current,
+		FieldManager:   FieldManager,
 	})
 	if err != nil {
 		// What makes a topology impossible is in the class or the
@@ -99,7 +100,14 @@ func (r *Reconciler) applyState(ctx context.Context, s *scope) (time.Duration, e
 			return 0, err
 		}
 		c.Spec.ControlPlaneRef = contract.ReferenceTo(res)
-		if err := r.reconcileHealthCheck(ctx, s, s.current.ControlPlaneHealthCheck, st.ControlPlaneHealthCheck, res, ""); err != nil {
+	}
+	if st.Cluster != nil {
+		// The Cluster's own topology metadata (its labels, the upgrade
+		// step annotation) goes out with the reconcile's one patch of it.
+		c.Labels, c.Annotations = st.Cluster.Labels, st.Cluster.Annotations
+	}
+	if st.ControlPlane != nil {
+		if err := r.reconcileHealthCheck(ctx, s, s.current.ControlPlaneHealthCheck, st.ControlPlaneHealthCheck, ""); err != nil {
 			return 0, err
 		}
 	}
@@ -171,17 +179,15 @@ func (r *Reconciler) reconcileMachineDeployment(ctx context.Context, s *scope, n
 	if cur != nil && cur.Name == md.Name {
 		curObj = cur
 	}
-	res, err := r.applyTracked(ctx, s, md, curObj)
-	if err != nil {
+	if _, err := r.applyTracked(ctx, s, md, curObj); err != nil {
 		return err
 	}
-	return r.reconcileHealthCheck(ctx, s, curCheck, want.HealthCheck, res, name)
+	return r.reconcileHealthCheck(ctx, s, curCheck, want.HealthCheck, name)
 }
 
 // reconcileHealthCheck applies the health check of a control plane or a
-// MachineDeployment (owned by it, so that it goes with it), or deletes the
-// one the topology no longer wants.
-func (r *Reconciler) reconcileHealthCheck(ctx context.Context, s *scope, current, want *clusterv1.MachineHealthCheck, target *unstructured.Unstructured, deployment string) error {
+// MachineDeployment, or deletes the one the topology no longer wants.
+func (r *Reconciler) reconcileHealthCheck(ctx context.Context, s *scope, current, want *clusterv1.MachineHealthCheck, deployment string) error {
 	if want == nil {
 		if current != nil && current.DeletionTimestamp.IsZero() {
 			return r.delete(ctx, s, current)
@@ -192,7 +198,10 @@ func (r *Reconciler) reconcileHealthCheck(ctx context.Context, s *scope, current
 	mhc.Namespace = s.cluster.Namespace
 	mhc.Spec.ClusterName = s.cluster.Name
 	markOwned(mhc, s.cluster, deployment)
-	setOwner(mhc, metav1.OwnerReference{APIVersion: target.GetAPIVersion(), Kind: target.GetKind(), Name: target.GetName(), UID: target.GetUID()})
+	// Owned by the Cluster (as upstream's are): one the topology drops or
+	// a MachineDeployment it removes is deleted by the topology, the rest go
+	// with the Cluster.
+	setOwner(mhc, clusterOwner(s.cluster))
 	var curObj client.Object
 	if current != nil && current.Name == mhc.Name {
 		curObj = current
@@ -290,36 +299,32 @@ func isNil(obj client.Object) bool {
 	return obj == nil
 }
 
-// reconcileTemplate makes a template with want's content exist for the
-// topology and returns the reference its user is to hold. Templates are
-// never changed in place where it matters: a template whose spec must
-// change is replaced by a new one under a new name (the old one goes once
-// nothing references it); only its labels and annotations are changed in
-// place.
+// reconcileTemplate makes the template want describes exist for the
+// topology and returns the reference its user is to hold. Templates are not
+// changed in place where it matters: the computation gives a template whose
+// spec must change a new name (rotation), and the old one goes once nothing
+// references it (removeTemplatesNotInUse); under its current name only its
+// labels and annotations change. A desired template without a name gets the
+// current one when the spec still matches, a new one otherwise.
 func (r *Reconciler) reconcileTemplate(ctx context.Context, s *scope, current, want *unstructured.Unstructured, deployment, prefix string) (clusterv1.ContractVersionedObjectReference, error) {
 	c := s.cluster
 	obj := want.DeepCopy()
 	markOwned(obj, c, deployment)
 	setOwner(obj, clusterOwner(c))
-	if current != nil && current.GroupVersionKind().GroupKind() == obj.GroupVersionKind().GroupKind() && current.GetDeletionTimestamp().IsZero() {
-		obj.SetName(current.GetName())
-		if !specChanged(current, obj) {
-			res, err := r.applyTracked(ctx, s, obj, current)
-			if err != nil {
-				return clusterv1.ContractVersionedObjectReference{}, err
-			}
-			return contract.ReferenceTo(res), nil
+	reusable := current != nil && current.GroupVersionKind().GroupKind() == obj.GroupVersionKind().GroupKind() && current.GetDeletionTimestamp().IsZero()
+	if obj.GetName() == "" {
+		if reusable && !specChanged(current, obj) {
+			obj.SetName(current.GetName())
+		} else {
+			obj.SetName(prefix + utilrand.String(5))
 		}
-		obj.SetName(prefix + utilrand.String(5))
-	} else if obj.GetName() == "" {
-		obj.SetName(prefix + utilrand.String(5))
 	}
-	res, err := r.applyTracked(ctx, s, obj, nil)
+	if reusable && obj.GetName() != current.GetName() {
+		r.event(c, "Normal", rotatedReason, "Rotate", "%s %s replaces %s, whose spec the topology changed", obj.GetKind(), obj.GetName(), current.GetName())
+	}
+	res, err := r.applyTracked(ctx, s, obj, sameObject(current, obj))
 	if err != nil {
 		return clusterv1.ContractVersionedObjectReference{}, err
-	}
-	if current != nil {
-		r.event(c, "Normal", rotatedReason, "Rotate", "Created %s %s to replace %s, whose spec the topology changed", obj.GetKind(), obj.GetName(), current.GetName())
 	}
 	return contract.ReferenceTo(res), nil
 }
@@ -331,9 +336,10 @@ func specChanged(current, want *unstructured.Unstructured) bool {
 	if subset(want.Object["spec"], current.Object["spec"], []string{"spec"}) != "" {
 		return true
 	}
-	owned := appliedFields(current, FieldManager)
-	if ownedSpec, ok := owned["f:spec"].(map[string]any); ok {
-		return ownedBeyond(ownedSpec, want.Object["spec"], []string{"spec"}) != ""
+	for _, owned := range contract.FieldsAppliedBy(current, FieldManager) {
+		if ownedSpec, ok := owned["f:spec"].(map[string]any); ok && ownedBeyond(ownedSpec, want.Object["spec"], []string{"spec"}) != "" {
+			return true
+		}
 	}
 	return false
 }

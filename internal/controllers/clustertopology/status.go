@@ -1,14 +1,11 @@
 package clustertopology
 
 import (
-	"maps"
-	"slices"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/conditions"
-	"capstan.dev/capstan/internal/contract"
+	"capstan.dev/capstan/internal/plan"
 )
 
 // reconcileSucceededReason is TopologyReconciled's reason when every object
@@ -44,29 +41,11 @@ func (r *Reconciler) report(s *scope) {
 	}
 }
 
-// setUpgradePlans reports the versions still to be written to the control
-// plane and to the workers: the topology's version while the part has not
-// been given it yet, nothing once it has.
+// setUpgradePlans reports the versions still ahead of the control plane and
+// of the workers, as the upgrade decision left them.
 func setUpgradePlans(c *clusterv1.Cluster, s *scope) {
-	version := c.Spec.Topology.Version
-	var cpPlan, workersPlan []clusterv1.StatusUpgradePlanVersion
-	if cp := s.state.ControlPlane; cp != nil && version != "" {
-		if v, _ := contract.Version(cp); v != "" && v != version {
-			cpPlan = []clusterv1.StatusUpgradePlanVersion{{Version: version}}
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(s.state.MachineDeployments)) {
-		md := s.state.MachineDeployments[name]
-		if md.Object != nil && version != "" && md.Object.Spec.Template.Spec.Version != "" && md.Object.Spec.Template.Spec.Version != version {
-			workersPlan = []clusterv1.StatusUpgradePlanVersion{{Version: version}}
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(s.state.MachinePools)) {
-		mp := s.state.MachinePools[name]
-		if mp.Object != nil && version != "" && mp.Object.Spec.Template.Spec.Version != "" && mp.Object.Spec.Template.Spec.Version != version {
-			workersPlan = []clusterv1.StatusUpgradePlanVersion{{Version: version}}
-		}
-	}
+	cpPlan := plan.StatusUpgradePlan(s.state.Upgrade.ControlPlaneUpgradePlan)
+	workersPlan := plan.StatusUpgradePlan(s.state.Upgrade.WorkersUpgradePlan)
 	if cpPlan != nil || (c.Status.ControlPlane != nil && c.Status.ControlPlane.UpgradePlan != nil) {
 		if c.Status.ControlPlane == nil {
 			c.Status.ControlPlane = &clusterv1.ClusterControlPlaneStatus{}

@@ -349,8 +349,8 @@ func TestAppliesStateInOrderAndReapplyingWritesNothing(t *testing.T) {
 		switch {
 		case want.healthCheck && err != nil:
 			t.Errorf("MachineHealthCheck of %s: %v", name, err)
-		case want.healthCheck && (len(mhc.OwnerReferences) == 0 || mhc.OwnerReferences[0].UID != m.UID):
-			t.Errorf("MachineHealthCheck of %s owners %+v, want its MachineDeployment", name, mhc.OwnerReferences)
+		case want.healthCheck && (len(mhc.OwnerReferences) != 1 || mhc.OwnerReferences[0].UID != c.UID):
+			t.Errorf("MachineHealthCheck of %s owners %+v, want the Cluster", name, mhc.OwnerReferences)
 		case !want.healthCheck && !apierrors.IsNotFound(err):
 			t.Errorf("MachineHealthCheck of %s: %v, want none", name, err)
 		}
