@@ -17,6 +17,7 @@ import (
 	"capstan.dev/capstan/internal/conditions"
 	"capstan.dev/capstan/internal/contract"
 	"capstan.dev/capstan/internal/index"
+	"capstan.dev/capstan/internal/plan"
 )
 
 // missingObjectRetry is how soon a Cluster looks again for a referenced
@@ -209,15 +210,18 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (time.Dura
 	}
 	c := s.cluster
 	var workers, controlPlane counters
+	var workerMachines, controlPlaneMachines []*clusterv1.Machine
 	for i := range s.machines {
 		m := &s.machines[i]
 		if isControlPlaneMachine(m) {
+			controlPlaneMachines = append(controlPlaneMachines, m)
 			controlPlane.add(m)
 			if !c.Spec.ControlPlaneRef.IsDefined() && m.Status.NodeRef.Name != "" {
 				c.Status.Initialization.ControlPlaneInitialized = ptr.To(true)
 			}
 			continue
 		}
+		workerMachines = append(workerMachines, m)
 		workers.add(m)
 		if !ownedBy(m, "MachineSet") && !ownedBy(m, "MachinePool") {
 			workers.desired++
@@ -245,6 +249,12 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (time.Dura
 		if c.Status.Initialization.ControlPlaneInitialized == nil {
 			c.Status.Initialization.ControlPlaneInitialized = ptr.To(false)
 		}
+	}
+	// The version counts tell how far an upgrade has come, for the
+	// control plane and the workers apart.
+	c.Status.Workers.Versions = plan.CountVersions(workerMachines)
+	if c.Status.ControlPlane != nil {
+		c.Status.ControlPlane.Versions = plan.CountVersions(controlPlaneMachines)
 	}
 	return 0, nil
 }
@@ -274,9 +284,10 @@ func (c counters) workersStatus() *clusterv1.WorkersStatus {
 }
 
 // keepTopologyFields carries over, from the status as read, the control
-// plane fields another writer owns: the upgrade plan is the topology
-// controller's (and the version counts are not counted here). Replacing
-// the whole struct would make this controller's patch remove them.
+// plane fields the counters do not set: the upgrade plan, which is the
+// topology controller's (replacing the whole struct would make this
+// controller's patch remove it), and the version counts, which
+// reconcileMachines recounts.
 func keepTopologyFields(old, counted *clusterv1.ClusterControlPlaneStatus) *clusterv1.ClusterControlPlaneStatus {
 	if old != nil {
 		counted.Versions, counted.UpgradePlan = old.Versions, old.UpgradePlan

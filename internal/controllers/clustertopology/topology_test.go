@@ -21,6 +21,7 @@ import (
 	"capstan.dev/capstan/internal/bench"
 	"capstan.dev/capstan/internal/contract"
 	"capstan.dev/capstan/internal/controllers/clustertopology"
+	"capstan.dev/capstan/internal/plan"
 	"capstan.dev/capstan/internal/topology/desired"
 	fx "capstan.dev/capstan/test/fixture"
 	"capstan.dev/capstan/test/provider"
@@ -40,6 +41,7 @@ type shape struct {
 	cpReplicas int64
 	cpSize     string
 	mds        map[string]mdShape
+	upgrade    plan.TopologyUpgrade
 }
 
 type fixture struct {
@@ -139,6 +141,7 @@ func build(ns string, sh shape) func(desired.Input) *desired.State {
 				"template": map[string]any{"spec": map[string]any{"size": sh.cpSize}},
 			}),
 			MachineDeployments: map[string]*desired.MachineDeployment{},
+			Upgrade:            sh.upgrade,
 		}
 		for name, md := range sh.mds {
 			state := &desired.MachineDeployment{
@@ -600,4 +603,63 @@ func TestUnsupportedAndUnreconciledClassesAreReported(t *testing.T) {
 	f.condition(t, metav1.ConditionFalse, clusterv1.ClusterTopologyReconciledClusterClassNotReconciledReason, "not reconciled yet")
 	markReconciled(t, f.class)
 	f.reconciled(t)
+}
+
+// TestStatusIsSharedWithTheClusterController: the topology's condition and
+// upgrade plans stay while the Cluster controller writes its counters and
+// version counts to the same status.
+func TestStatusIsSharedWithTheClusterController(t *testing.T) {
+	sh := oneWorker()
+	sh.upgrade = plan.TopologyUpgrade{
+		ControlPlaneUpgradePlan: []string{"v1.34.0"}, WorkersUpgradePlan: []string{"v1.34.0"},
+		Reason: clusterv1.ClusterTopologyReconciledControlPlaneUpgradePendingReason, Message: "the control plane waits for its upgrade to v1.34.0",
+	}
+	f := newFixture(t, sh)
+	f.condition(t, metav1.ConditionFalse, clusterv1.ClusterTopologyReconciledControlPlaneUpgradePendingReason, "waits for its upgrade")
+
+	// A control plane Machine and the control plane's counters: the
+	// Cluster controller's part of the status changes.
+	m := &clusterv1.Machine{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "c-cp-1", Labels: map[string]string{
+			clusterv1.ClusterNameLabel: "c", clusterv1.MachineControlPlaneLabel: "",
+		}},
+		Spec: clusterv1.MachineSpec{
+			ClusterName: "c", Version: "v1.33.0",
+			Bootstrap:         clusterv1.Bootstrap{DataSecretName: ptr.To("boot")},
+			InfrastructureRef: provider.InfraMachine.Ref("c-cp-1"),
+		},
+	}
+	fx.Create(t, env.Client, m)
+	if err := provider.SetStatus(context.Background(), env.Client, getU(t, provider.ControlPlane, f.ns, "c-cp"), map[string]any{
+		"replicas": int64(1), "readyReplicas": int64(1), "availableReplicas": int64(1), "upToDateReplicas": int64(1),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	fx.Eventually(t, "both controllers' status fields side by side", wait, func(ctx context.Context) string {
+		c := &clusterv1.Cluster{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(f.cluster), c); err != nil {
+			return err.Error()
+		}
+		cp, w := c.Status.ControlPlane, c.Status.Workers
+		switch {
+		case cp == nil || ptr.Deref(cp.ReadyReplicas, 0) != 1:
+			return fmt.Sprintf("control plane counters %+v", cp)
+		case len(cp.Versions) != 1 || cp.Versions[0] != (clusterv1.StatusVersion{Version: "v1.33.0", Replicas: 1}):
+			return fmt.Sprintf("control plane versions %+v", cp.Versions)
+		case len(cp.UpgradePlan) != 1 || cp.UpgradePlan[0].Version != "v1.34.0":
+			return fmt.Sprintf("control plane upgrade plan %+v", cp.UpgradePlan)
+		case w == nil || len(w.UpgradePlan) != 1 || w.UpgradePlan[0].Version != "v1.34.0":
+			return fmt.Sprintf("workers %+v", w)
+		}
+		return fx.Condition(c.Status.Conditions, clusterv1.ClusterTopologyReconciledCondition, metav1.ConditionFalse)
+	})
+
+	// The upgrade is done: the plans go.
+	f.set(t, oneWorker())
+	f.reconciled(t)
+	get(t, f.cluster)
+	c := f.cluster
+	if c.Status.ControlPlane.UpgradePlan != nil || c.Status.Workers.UpgradePlan != nil || ptr.Deref(c.Status.ControlPlane.ReadyReplicas, 0) != 1 {
+		t.Errorf("status after the upgrade: control plane %+v, workers %+v", c.Status.ControlPlane, c.Status.Workers)
+	}
 }
