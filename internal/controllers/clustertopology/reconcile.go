@@ -273,30 +273,15 @@ func (r *Reconciler) reconcileMachinePool(ctx context.Context, s *scope, name st
 	return err
 }
 
-// deleteMachinePool deletes a MachinePool the topology no longer lists,
-// with the bootstrap config and infrastructure machine pool it made for it.
+// deleteMachinePool deletes a MachinePool the topology no longer lists.
+// Its bootstrap config and infrastructure machine pool are not deleted
+// here: the MachinePool's own deletion takes them down in order, after its
+// Machines and the drain of its Nodes.
 func (r *Reconciler) deleteMachinePool(ctx context.Context, s *scope, mp *desired.MachinePool) error {
-	var errs []error
-	for _, obj := range []client.Object{mp.Object, mp.Bootstrap, mp.Infrastructure} {
-		if isNil(obj) || !obj.GetDeletionTimestamp().IsZero() {
-			continue
-		}
-		if _, ours := obj.GetLabels()[clusterv1.ClusterTopologyOwnedLabel]; !ours {
-			continue
-		}
-		errs = append(errs, r.delete(ctx, s, obj))
+	if mp.Object.DeletionTimestamp.IsZero() {
+		return r.delete(ctx, s, mp.Object)
 	}
-	return errors.Join(errs...)
-}
-
-func isNil(obj client.Object) bool {
-	switch o := obj.(type) {
-	case *unstructured.Unstructured:
-		return o == nil
-	case *clusterv1.MachinePool:
-		return o == nil
-	}
-	return obj == nil
+	return nil
 }
 
 // reconcileTemplate makes the template want describes exist for the

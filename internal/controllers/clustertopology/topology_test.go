@@ -41,6 +41,7 @@ type shape struct {
 	cpReplicas int64
 	cpSize     string
 	mds        map[string]mdShape
+	pools      map[string]string // topology name → bootstrap format
 	upgrade    plan.TopologyUpgrade
 }
 
@@ -170,6 +171,24 @@ func build(ns string, sh shape) func(desired.Input) *desired.State {
 				}
 			}
 			st.MachineDeployments[name] = state
+		}
+		st.MachinePools = map[string]*desired.MachinePool{}
+		for name, format := range sh.pools {
+			st.MachinePools[name] = &desired.MachinePool{
+				Object: &clusterv1.MachinePool{
+					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c-" + name},
+					Spec: clusterv1.MachinePoolSpec{
+						ClusterName: in.Cluster.Name,
+						Replicas:    ptr.To[int32](2),
+						Template: clusterv1.MachineTemplateSpec{Spec: clusterv1.MachineSpec{
+							ClusterName: in.Cluster.Name,
+							Version:     "v1.33.0",
+						}},
+					},
+				},
+				Bootstrap:      provider.BootstrapConfig.New(ns, "c-"+name+"-boot", map[string]any{"format": format}),
+				Infrastructure: provider.InfraMachinePool.New(ns, "c-"+name+"-pool", map[string]any{"size": "small"}),
+			}
 		}
 		return st
 	}
@@ -662,4 +681,38 @@ func TestStatusIsSharedWithTheClusterController(t *testing.T) {
 	if c.Status.ControlPlane.UpgradePlan != nil || c.Status.Workers.UpgradePlan != nil || ptr.Deref(c.Status.ControlPlane.ReadyReplicas, 0) != 1 {
 		t.Errorf("status after the upgrade: control plane %+v, workers %+v", c.Status.ControlPlane, c.Status.Workers)
 	}
+}
+
+// TestMachinePoolsComeAndGo: a topology MachinePool is made with its
+// bootstrap config and infrastructure machine pool, which change in place,
+// and deleted when the topology drops it.
+func TestMachinePoolsComeAndGo(t *testing.T) {
+	sh := oneWorker()
+	sh.pools = map[string]string{"p": "cloud-config"}
+	f := newFixture(t, sh)
+	f.reconciled(t)
+	mp := &clusterv1.MachinePool{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "c-p"}}
+	get(t, mp)
+	if mp.Labels[clusterv1.ClusterTopologyMachinePoolNameLabel] != "p" ||
+		mp.Spec.Template.Spec.Bootstrap.ConfigRef != provider.BootstrapConfig.Ref("c-p-boot") ||
+		mp.Spec.Template.Spec.InfrastructureRef != provider.InfraMachinePool.Ref("c-p-pool") {
+		t.Fatalf("MachinePool labels %v, references %+v and %+v", mp.Labels, mp.Spec.Template.Spec.Bootstrap.ConfigRef, mp.Spec.Template.Spec.InfrastructureRef)
+	}
+
+	sh.pools["p"] = "ignition"
+	f.set(t, sh)
+	fx.Eventually(t, "the bootstrap config changed in place", wait, func(context.Context) string {
+		got := nestedString(getU(t, provider.BootstrapConfig, f.ns, "c-p-boot"), "spec", "format")
+		return fx.Unless(got == "ignition", "format "+got)
+	})
+
+	// Dropped, the pool is deleted; its own deletion (the MachinePool
+	// controller, not running here) takes its objects down after its
+	// Machines.
+	f.set(t, oneWorker())
+	fx.Eventually(t, "the MachinePool gone", wait, func(ctx context.Context) string {
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(mp), &clusterv1.MachinePool{})
+		return fx.Unless(apierrors.IsNotFound(err), fmt.Sprintf("MachinePool: %v", err))
+	})
+	f.reconciled(t)
 }
