@@ -141,7 +141,7 @@ require (
 	gopkg.in/yaml.v2 v2.4.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 	k8s.io/api v0.35.8
-	k8s.io/apiserver v0.35.8 // indirect
+	k8s.io/apiserver v0.35.8
 	k8s.io/cloud-provider v0.35.8 // indirect
 	k8s.io/cluster-bootstrap v0.0.0
 	k8s.io/code-generator v0.35.8 // indirect

@@ -93,35 +93,35 @@ type ControlPlaneMachineInfrastructureRefBuiltins struct {
 
 // MachineDeploymentBuiltins is builtin.machineDeployment, seen only by one
 // MachineDeployment topology's templates.
-type MachineDeploymentBuiltins struct {
+type MachineDeploymentBuiltins = WorkerBuiltins
+
+// MachinePoolBuiltins is builtin.machinePool, seen only by one MachinePool
+// topology's templates.
+type MachinePoolBuiltins = WorkerBuiltins
+
+// WorkerBuiltins are the builtin variables of one worker topology: upstream
+// gives MachineDeployments and MachinePools the same fields.
+type WorkerBuiltins struct {
+	// Version is the version this worker is being taken to in this
+	// reconcile, which may lag the Cluster's topology version.
 	Version  string           `json:"version,omitempty"`
 	Metadata *BuiltinMetadata `json:"metadata,omitempty"`
-	// Class is the worker class (workers.machineDeployments[].class).
+	// Class is the worker class (workers.machineDeployments[].class or
+	// workers.machinePools[].class).
 	Class string `json:"class,omitempty"`
-	// Name is the MachineDeployment object's name.
+	// Name is the MachineDeployment's or MachinePool's object name.
 	Name string `json:"name,omitempty"`
-	// TopologyName is workers.machineDeployments[].name.
+	// TopologyName is the worker topology's name
+	// (workers.machineDeployments[].name).
 	TopologyName      string                            `json:"topologyName,omitempty"`
 	Replicas          *int64                            `json:"replicas,omitempty"`
 	Bootstrap         *MachineBootstrapBuiltins         `json:"bootstrap,omitempty"`
 	InfrastructureRef *MachineInfrastructureRefBuiltins `json:"infrastructureRef,omitempty"`
 }
 
-// MachinePoolBuiltins is builtin.machinePool, the MachinePool counterpart
-// of MachineDeploymentBuiltins with the same fields.
-type MachinePoolBuiltins struct {
-	Version           string                            `json:"version,omitempty"`
-	Metadata          *BuiltinMetadata                  `json:"metadata,omitempty"`
-	Class             string                            `json:"class,omitempty"`
-	Name              string                            `json:"name,omitempty"`
-	TopologyName      string                            `json:"topologyName,omitempty"`
-	Replicas          *int64                            `json:"replicas,omitempty"`
-	Bootstrap         *MachineBootstrapBuiltins         `json:"bootstrap,omitempty"`
-	InfrastructureRef *MachineInfrastructureRefBuiltins `json:"infrastructureRef,omitempty"`
-}
-
-// MachineBootstrapBuiltins is builtin.machineDeployment.bootstrap (and the
-// machinePool one): the bootstrap config template a worker uses.
+// MachineBootstrapBuiltins is builtin.machineDeployment.bootstrap (and
+// builtin.machinePool.bootstrap): the bootstrap config template a worker
+// uses.
 type MachineBootstrapBuiltins struct {
 	ConfigRef *MachineBootstrapConfigRefBuiltins `json:"configRef,omitempty"`
 }

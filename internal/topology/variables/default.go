@@ -80,17 +80,13 @@ func defaultValues(defs []clusterv1.ClusterClassStatusVariable, values []cluster
 // defaultValue applies def's defaults to value (nil: the variable is not
 // set) with the API server's structural defaulting. The result never shares
 // bytes with value.
-func defaultValue(def definition, value *apiextensionsv1.JSON, path *field.Path) (apiextensionsv1.JSON, *field.Error) {
-	schema, convErrs := internalSchema(&def.schema, field.NewPath("schema", "openAPIV3Schema"))
-	if len(convErrs) > 0 {
-		return apiextensionsv1.JSON{}, brokenDefinition(path, def.name, convErrs.ToAggregate())
-	}
-	ss, err := structural(schema)
-	if err != nil {
+func defaultValue(def *definition, value *apiextensionsv1.JSON, path *field.Path) (apiextensionsv1.JSON, *field.Error) {
+	if err := def.prepare(); err != nil {
 		return apiextensionsv1.JSON{}, brokenDefinition(path, def.name, err)
 	}
 
 	var current any
+	var err error
 	if value != nil {
 		if current, err = decodeValue(*value); err != nil {
 			return apiextensionsv1.JSON{}, field.Invalid(path.Child("value"), string(value.Raw),
@@ -100,7 +96,7 @@ func defaultValue(def definition, value *apiextensionsv1.JSON, path *field.Path)
 	// Defaulting writes into the value it is given: it gets a copy, so that
 	// the result can be compared with what was set.
 	obj := map[string]any{wrapperProperty: runtime.DeepCopyJSONValue(current)}
-	structuraldefaulting.Default(obj, ss)
+	structuraldefaulting.Default(obj, def.structural)
 	result := obj[wrapperProperty]
 
 	if value != nil && equality.Semantic.DeepEqual(result, current) {

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"testing"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
@@ -151,6 +152,18 @@ func TestDefaultRefusesBrokenDefinitions(t *testing.T) {
 		`spec.topology.variables: variable "region" has conflicting definitions`,
 		`spec.topology.variables: no definition for variable "empty"`,
 	})
+}
+
+func TestBrokenSchemaInStatus(t *testing.T) {
+	// A schema Definitions refuses can only reach the status by hand: the
+	// error says the class is to be fixed, for defaulting and checking.
+	broken := inline("region", false, schemaOf(t, `{type: string}`))
+	broken.Definitions[0].Schema.OpenAPIV3Schema.Default = &apiextensionsv1.JSON{Raw: []byte(`{`)}
+	defs := []clusterv1.ClusterClassStatusVariable{broken}
+	_, errs := Default(defs, nil, field.NewPath("spec", "topology", "variables"))
+	wantErrors(t, errs, []string{`spec.topology.variables: Internal error: the ClusterClass's schema of variable "region" cannot be used`})
+	errs = ValidateCluster(defs, topologyCluster(), nil)
+	wantErrors(t, errs, []string{`spec.topology.variables[0]: Internal error: the ClusterClass's schema of variable "region" cannot be used`})
 }
 
 func TestDefaultOverrides(t *testing.T) {

@@ -3,6 +3,7 @@ package variables
 import (
 	"context"
 	"fmt"
+	"iter"
 	"math"
 	"slices"
 	"strings"
@@ -65,14 +66,15 @@ func Definitions(class *clusterv1.ClusterClass) ([]clusterv1.ClusterClassStatusV
 		errs = append(errs, named(checkXMetadata(&v.Schema.OpenAPIV3Schema, schemaPath), v.Name)...)
 		errs = append(errs, checkSchema(&v.Schema.OpenAPIV3Schema, schemaPath, v.Name)...)
 
+		own := v.DeepCopy() // the status shares nothing with the class
 		out = append(out, clusterv1.ClusterClassStatusVariable{
 			Name:                v.Name,
 			DefinitionsConflict: new(bool),
 			Definitions: []clusterv1.ClusterClassStatusVariableDefinition{{
 				From:                      InlineDefinitionFrom,
-				Required:                  v.Required,
-				DeprecatedV1Beta1Metadata: *v.DeprecatedV1Beta1Metadata.DeepCopy(),
-				Schema:                    *v.Schema.DeepCopy(),
+				Required:                  own.Required,
+				DeprecatedV1Beta1Metadata: own.DeprecatedV1Beta1Metadata,
+				Schema:                    own.Schema,
 			}},
 		})
 	}
@@ -199,8 +201,23 @@ func unwrapper(path *field.Path) func(field.ErrorList) field.ErrorList {
 func named(errs field.ErrorList, name string) field.ErrorList {
 	for _, e := range errs {
 		e.Detail = fmt.Sprintf("variable %q: %s", name, e.Detail)
+		for _, f := range structuralFixes {
+			if strings.Contains(e.Detail, f.says) {
+				e.Detail += ": " + f.fix
+				break
+			}
+		}
 	}
 	return errs
+}
+
+// structuralFixes say how to fix what the structural schema and defaults
+// checks report, whose messages say only what is wrong.
+var structuralFixes = []struct{ says, fix string }{
+	{"must not be empty for specified", "give it a type (object, array, string, integer, number or boolean), or x-kubernetes-int-or-string or x-kubernetes-preserve-unknown-fields"},
+	{"to be structural", "inside allOf, anyOf, oneOf and not only value checks are allowed: declare types, defaults, descriptions and fields in the schema itself"},
+	{"must not have unknown fields", "remove from the default the fields the schema does not declare, or declare them"},
+	{"must be specified", "give the array an items schema"},
 }
 
 // schemaChecker walks a schema's nodes, collecting errors.
@@ -271,7 +288,7 @@ func (c *schemaChecker) values(s *apiextensions.JSONSchemaProps, path *field.Pat
 		c.errs = append(c.errs, field.Invalid(path, "", fmt.Sprintf("the schema cannot be used to check values: %v", err)))
 		return
 	}
-	check := func(p *field.Path, v any) {
+	for p, v := range sampleValues(s, path) {
 		errs := validation.ValidateCustomResource(p, v, validator)
 		tidy(errs, lookupUnder(p, v))
 		for _, e := range errs {
@@ -279,11 +296,20 @@ func (c *schemaChecker) values(s *apiextensions.JSONSchemaProps, path *field.Pat
 		}
 		c.errs = append(c.errs, errs...)
 	}
-	if s.Example != nil {
-		check(path.Child("example"), *s.Example)
-	}
-	for i, e := range s.Enum {
-		check(path.Child("enum").Index(i), e)
+}
+
+// sampleValues are the node's example and enum values with their paths:
+// values the class author wrote, which must pass the node's own checks.
+func sampleValues(s *apiextensions.JSONSchemaProps, path *field.Path) iter.Seq2[*field.Path, any] {
+	return func(yield func(*field.Path, any) bool) {
+		if s.Example != nil && !yield(path.Child("example"), *s.Example) {
+			return
+		}
+		for i, e := range s.Enum {
+			if !yield(path.Child("enum").Index(i), e) {
+				return
+			}
+		}
 	}
 }
 
@@ -370,18 +396,12 @@ func (c *schemaChecker) rules(s *apiextensions.JSONSchemaProps, path *field.Path
 	if validator == nil {
 		return
 	}
-	check := func(p *field.Path, v any) {
+	for p, v := range sampleValues(s, path) {
 		errs, _ := validator.Validate(context.Background(), p, ss, v, nil, celconfig.RuntimeCELCostBudget)
 		for _, e := range errs {
 			e.Detail = "the value does not pass the schema's rules: " + e.Detail
 		}
 		c.errs = append(c.errs, errs...)
-	}
-	if s.Example != nil {
-		check(path.Child("example"), *s.Example)
-	}
-	for i, e := range s.Enum {
-		check(path.Child("enum").Index(i), e)
 	}
 }
 

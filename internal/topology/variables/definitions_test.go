@@ -95,8 +95,9 @@ x-kubernetes-validations:
 		t.Errorf("lbImageRepository's definition %+v does not carry the class's", d)
 	}
 	d.DeprecatedV1Beta1Metadata.Labels["old"] = "changed"
-	if class.Spec.Variables[0].DeprecatedV1Beta1Metadata.Labels["old"] != "yes" {
-		t.Error("the published definition shares its maps with the class")
+	*d.Required = false
+	if class.Spec.Variables[0].DeprecatedV1Beta1Metadata.Labels["old"] != "yes" || !*class.Spec.Variables[0].Required {
+		t.Error("the published definition shares its maps or pointers with the class")
 	}
 
 	// What Definitions accepts, ValidateCluster and Default can use.
@@ -128,11 +129,13 @@ func TestDefinitionsRefuses(t *testing.T) {
 		{name: "unknown type", schema: `{type: text}`,
 			errs: []string{s0 + `.type: Unsupported value: "text": variable "v": supported values: "array", "boolean", "integer", "number", "object", "string"`}},
 		{name: "a field without a type", schema: `{type: object, properties: {a: {description: x}}}`,
-			errs: []string{s0 + `.properties[a].type: Required value: variable "v": must not be empty for specified object fields`}},
+			errs: []string{s0 + `.properties[a].type: Required value: variable "v": must not be empty for specified object fields: give it a type`}},
 		{name: "properties and additionalProperties", schema: `{type: object, properties: {a: {type: string}}, additionalProperties: {type: string}}`,
 			errs: []string{s0 + `.additionalProperties: Forbidden: variable "v": a schema has either properties (an object with named fields) or additionalProperties (a map): drop one`}},
 		{name: "a type inside allOf is not structural", schema: `{type: string, allOf: [{type: string}]}`,
-			errs: []string{s0 + `.allOf[0].type: Forbidden: variable "v": must be empty to be structural`}},
+			errs: []string{s0 + `.allOf[0].type: Forbidden: variable "v": must be empty to be structural: inside allOf, anyOf, oneOf and not only value checks are allowed`}},
+		{name: "an array without items", schema: `{type: array}`,
+			errs: []string{s0 + `.items: Required value: variable "v": must be specified: give the array an items schema`}},
 		{name: "an invalid pattern", schema: `{type: string, pattern: "["}`,
 			errs: []string{s0 + `.pattern: Invalid value: "[": variable "v": must be a valid regular expression`}},
 		{name: "a default of the wrong type", schema: `{type: string, default: 3}`,
@@ -140,7 +143,7 @@ func TestDefinitionsRefuses(t *testing.T) {
 		{name: "a nested default out of range", schema: `{type: object, properties: {size: {type: integer, maximum: 3, default: 5}}}`,
 			errs: []string{s0 + `.properties[size].default: Invalid value: 5: variable "v": should be less than or equal to 3`}},
 		{name: "a default with a field the schema does not declare", schema: `{type: object, properties: {a: {type: string}}, default: {b: x}}`,
-			errs: []string{s0 + `.default: Invalid value: {"b":"x"}: variable "v": must not have unknown fields`}},
+			errs: []string{s0 + `.default: Invalid value: {"b":"x"}: variable "v": must not have unknown fields: remove from the default the fields`}},
 		{name: "a default breaking a rule", schema: `{type: string, default: a, x-kubernetes-validations: [{rule: "self.size() > 1", message: too short}]}`,
 			errs: []string{s0 + `.default: Invalid value: "a": variable "v": too short`}},
 		{name: "an example of the wrong type", schema: `{type: integer, example: "three"}`,

@@ -5,26 +5,77 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 )
 
 // definition is the one definition of a variable a Cluster's value is
-// checked against, with its schema converted once.
+// checked against. The forms the apiextensions libraries take are built
+// from the schema when first needed (defaulting needs fewer than checking)
+// and shared by every value of the variable in the same call.
 type definition struct {
 	name     string
 	required bool
 	schema   clusterv1.JSONSchemaProps
+
+	prepared   bool
+	structural *structuralschema.Structural // wrapped: see wrapperProperty
+	internal   *apiextensions.JSONSchemaProps
+	prepareErr error
+
+	checkersBuilt bool
+	openAPI       validation.SchemaValidator
+	cel           *cel.Validator // nil when the schema has no rules
+	checkersErr   error
+}
+
+// prepare builds what defaulting needs. An error means a schema
+// Definitions would have refused: the class is to be fixed.
+func (d *definition) prepare() error {
+	if d.prepared {
+		return d.prepareErr
+	}
+	d.prepared = true
+	internal, errs := internalSchema(&d.schema, field.NewPath("schema", "openAPIV3Schema"))
+	if len(errs) > 0 {
+		d.prepareErr = errs.ToAggregate()
+		return d.prepareErr
+	}
+	d.internal = internal
+	d.structural, d.prepareErr = structural(internal)
+	return d.prepareErr
+}
+
+// buildCheckers builds the OpenAPI and CEL validators checking needs, on
+// top of what prepare builds; CEL rules are compiled here.
+func (d *definition) buildCheckers() error {
+	if err := d.prepare(); err != nil {
+		return err
+	}
+	if d.checkersBuilt {
+		return d.checkersErr
+	}
+	d.checkersBuilt = true
+	if d.openAPI, _, d.checkersErr = validation.NewSchemaValidator(d.internal); d.checkersErr != nil {
+		return d.checkersErr
+	}
+	d.cel = cel.NewValidator(d.structural, false, celconfig.PerCallLimit)
+	return nil
 }
 
 // definitionIndex maps a variable's name to its definition. A variable
 // whose definitions conflict (external patches declaring it differently) or
 // that has none cannot be checked: that is an error of the class, reported
 // on path with the variable's name.
-func definitionIndex(defs []clusterv1.ClusterClassStatusVariable, path *field.Path) (map[string]definition, field.ErrorList) {
+func definitionIndex(defs []clusterv1.ClusterClassStatusVariable, path *field.Path) (map[string]*definition, field.ErrorList) {
 	var errs field.ErrorList
-	index := make(map[string]definition, len(defs))
+	index := make(map[string]*definition, len(defs))
 	for _, d := range defs {
 		switch {
 		case len(d.Definitions) == 0:
@@ -37,7 +88,7 @@ func definitionIndex(defs []clusterv1.ClusterClassStatusVariable, path *field.Pa
 			continue
 		}
 		first := d.Definitions[0]
-		index[d.Name] = definition{
+		index[d.Name] = &definition{
 			name:     d.Name,
 			required: first.Required != nil && *first.Required,
 			schema:   first.Schema.OpenAPIV3Schema,
@@ -64,14 +115,14 @@ func duplicateNames(values []clusterv1.ClusterVariable, path *field.Path) field.
 }
 
 // unknownName is the error for a value no definition declares.
-func unknownName(path *field.Path, name string, defs map[string]definition) *field.Error {
+func unknownName(path *field.Path, name string, defs map[string]*definition) *field.Error {
 	return field.Invalid(path.Child("name"), name, fmt.Sprintf(
 		"the ClusterClass declares no variable %q (it declares %s): remove the value or add the variable to the class's spec.variables",
 		name, declaredNames(defs)))
 }
 
 // declaredNames lists the declared variables for a message, sorted.
-func declaredNames(defs map[string]definition) string {
+func declaredNames(defs map[string]*definition) string {
 	if len(defs) == 0 {
 		return "none"
 	}

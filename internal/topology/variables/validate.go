@@ -10,7 +10,6 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
-	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
 	structuralpruning "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -51,32 +50,38 @@ func ValidateCluster(defs []clusterv1.ClusterClassStatusVariable, cluster, old *
 	errs = append(errs, validateList(index, topology.Variables, oldTopology.Variables, path.Child("variables"))...)
 	errs = append(errs, validateList(index, topology.ControlPlane.Variables.Overrides,
 		oldTopology.ControlPlane.Variables.Overrides, path.Child("controlPlane", "variables", "overrides"))...)
-	for i, md := range topology.Workers.MachineDeployments {
-		var oldOverrides []clusterv1.ClusterVariable
-		for _, o := range oldTopology.Workers.MachineDeployments {
-			if o.Name == md.Name {
-				oldOverrides = o.Variables.Overrides
-			}
-		}
-		errs = append(errs, validateList(index, md.Variables.Overrides, oldOverrides,
-			path.Child("workers", "machineDeployments").Index(i).Child("variables", "overrides"))...)
+
+	errs = append(errs, validateWorkers(index, topology.Workers.MachineDeployments, oldTopology.Workers.MachineDeployments,
+		func(md clusterv1.MachineDeploymentTopology) (string, []clusterv1.ClusterVariable) {
+			return md.Name, md.Variables.Overrides
+		}, path.Child("workers", "machineDeployments"))...)
+	errs = append(errs, validateWorkers(index, topology.Workers.MachinePools, oldTopology.Workers.MachinePools,
+		func(mp clusterv1.MachinePoolTopology) (string, []clusterv1.ClusterVariable) {
+			return mp.Name, mp.Variables.Overrides
+		}, path.Child("workers", "machinePools"))...)
+	return errs
+}
+
+// validateWorkers checks the overrides of each worker topology; the old
+// overrides a transition rule sees are those of the old worker of the same
+// name.
+func validateWorkers[W any](index map[string]*definition, workers, oldWorkers []W, overrides func(W) (string, []clusterv1.ClusterVariable), path *field.Path) field.ErrorList {
+	old := make(map[string][]clusterv1.ClusterVariable, len(oldWorkers))
+	for _, w := range oldWorkers {
+		name, list := overrides(w)
+		old[name] = list
 	}
-	for i, mp := range topology.Workers.MachinePools {
-		var oldOverrides []clusterv1.ClusterVariable
-		for _, o := range oldTopology.Workers.MachinePools {
-			if o.Name == mp.Name {
-				oldOverrides = o.Variables.Overrides
-			}
-		}
-		errs = append(errs, validateList(index, mp.Variables.Overrides, oldOverrides,
-			path.Child("workers", "machinePools").Index(i).Child("variables", "overrides"))...)
+	var errs field.ErrorList
+	for i, w := range workers {
+		name, list := overrides(w)
+		errs = append(errs, validateList(index, list, old[name], path.Index(i).Child("variables", "overrides"))...)
 	}
 	return errs
 }
 
 // requiredPresent reports each required variable the list leaves out and
 // whose schema gives no default to fill it with.
-func requiredPresent(index map[string]definition, values []clusterv1.ClusterVariable, path *field.Path) field.ErrorList {
+func requiredPresent(index map[string]*definition, values []clusterv1.ClusterVariable, path *field.Path) field.ErrorList {
 	var missing []string
 	for name, def := range index {
 		if !def.required || def.schema.Default != nil || slices.ContainsFunc(values, func(v clusterv1.ClusterVariable) bool { return v.Name == name }) {
@@ -95,7 +100,7 @@ func requiredPresent(index map[string]definition, values []clusterv1.ClusterVari
 
 // validateList checks one list of values (the Cluster's or an override
 // list) against the definitions.
-func validateList(index map[string]definition, values, oldValues []clusterv1.ClusterVariable, path *field.Path) field.ErrorList {
+func validateList(index map[string]*definition, values, oldValues []clusterv1.ClusterVariable, path *field.Path) field.ErrorList {
 	if errs := duplicateNames(values, path); len(errs) > 0 {
 		return errs
 	}
@@ -121,7 +126,10 @@ func validateList(index map[string]definition, values, oldValues []clusterv1.Clu
 // the way the API server checks a custom resource's field: OpenAPI first,
 // then fields the schema does not declare, then the CEL rules. old (nil on
 // create or when the variable was not set) is what transition rules see.
-func validateValue(def definition, raw apiextensionsv1.JSON, old *apiextensionsv1.JSON, path *field.Path) field.ErrorList {
+func validateValue(def *definition, raw apiextensionsv1.JSON, old *apiextensionsv1.JSON, path *field.Path) field.ErrorList {
+	if err := def.buildCheckers(); err != nil {
+		return field.ErrorList{brokenDefinition(path, def.name, err)}
+	}
 	defaulted, ferr := defaultValue(def, &raw, path)
 	if ferr != nil {
 		return field.ErrorList{ferr}
@@ -131,31 +139,16 @@ func validateValue(def definition, raw apiextensionsv1.JSON, old *apiextensionsv
 		return field.ErrorList{field.InternalError(path.Child("value"), err)}
 	}
 
-	schema, convErrs := internalSchema(&def.schema, field.NewPath("schema", "openAPIV3Schema"))
-	if len(convErrs) > 0 {
-		return field.ErrorList{brokenDefinition(path, def.name, convErrs.ToAggregate())}
-	}
-	validator, _, err := validation.NewSchemaValidator(schema)
-	if err != nil {
-		return field.ErrorList{brokenDefinition(path, def.name, err)}
-	}
 	valuePath := path.Child(wrapperProperty)
-	if errs := validation.ValidateCustomResource(valuePath, value, validator); len(errs) > 0 {
+	if errs := validation.ValidateCustomResource(valuePath, value, def.openAPI); len(errs) > 0 {
 		tidy(errs, lookupUnder(valuePath, value))
 		return explain(errs, def.name)
 	}
-
-	ss, err := structural(schema)
-	if err != nil {
-		return field.ErrorList{brokenDefinition(path, def.name, err)}
-	}
 	wrappedValue := map[string]any{wrapperProperty: value}
-	if errs := undeclaredFields(ss, wrappedValue, path, def.name); len(errs) > 0 {
+	if errs := undeclaredFields(def.structural, wrappedValue, path, def.name); len(errs) > 0 {
 		return errs
 	}
-
-	celValidator := cel.NewValidator(ss, false, celconfig.PerCallLimit)
-	if celValidator == nil {
+	if def.cel == nil {
 		return nil // no x-kubernetes-validations anywhere in the schema
 	}
 	var wrappedOld map[string]any
@@ -167,7 +160,7 @@ func validateValue(def definition, raw apiextensionsv1.JSON, old *apiextensionsv
 		}
 	}
 	// The same budget the API server gives one custom resource's rules.
-	errs, _ := celValidator.Validate(context.Background(), path, ss, wrappedValue, wrappedOld, celconfig.RuntimeCELCostBudget)
+	errs, _ := def.cel.Validate(context.Background(), path, def.structural, wrappedValue, wrappedOld, celconfig.RuntimeCELCostBudget)
 	return explain(errs, def.name)
 }
 
