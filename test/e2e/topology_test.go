@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -158,7 +157,7 @@ func TestTopologyClusterOnTheInMemoryProvider(t *testing.T) {
 	if err := apply(c, inMemoryClass); err != nil {
 		t.Fatal(err)
 	}
-	markClassReconciled(t, c, "default", "sim")
+	classReconciled(t, c, "default", "sim")
 	if err := apply(c, topologyCluster); err != nil {
 		t.Fatal(err)
 	}
@@ -238,19 +237,20 @@ func TestTopologyClusterOnTheInMemoryProvider(t *testing.T) {
 	})
 }
 
-// markClassReconciled reports a ClusterClass as its controller does once
-// it checked it.
-func markClassReconciled(t *testing.T, c client.Client, ns, name string) {
+// classReconciled waits until the ClusterClass controller has checked a
+// class and found its variables in order.
+func classReconciled(t *testing.T, c client.Client, ns, name string) {
 	t.Helper()
-	class := &clusterv1.ClusterClass{}
-	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, class); err != nil {
-		t.Fatal(err)
-	}
-	class.Status.ObservedGeneration = class.Generation
-	meta.SetStatusCondition(&class.Status.Conditions, metav1.Condition{Type: clusterv1.ClusterClassVariablesReadyCondition, Status: metav1.ConditionTrue, Reason: "VariablesReady"})
-	if err := c.Status().Update(context.Background(), class); err != nil {
-		t.Fatal(err)
-	}
+	fixture.Eventually(t, "ClusterClass "+name+" reconciled", time.Minute, func(ctx context.Context) string {
+		class := &clusterv1.ClusterClass{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, class); err != nil {
+			return err.Error()
+		}
+		if class.Status.ObservedGeneration != class.Generation {
+			return fmt.Sprintf("observedGeneration %d, generation %d", class.Status.ObservedGeneration, class.Generation)
+		}
+		return fixture.Condition(class.Status.Conditions, clusterv1.ClusterClassVariablesReadyCondition, metav1.ConditionTrue)
+	})
 }
 
 func runningMachines(ctx context.Context, c client.Client, want int) string {
