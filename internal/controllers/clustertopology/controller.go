@@ -63,6 +63,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	if err := index.ByClusterName(ctx, mgr.GetFieldIndexer(), &clusterv1.MachineSet{}, &clusterv1.MachineDeployment{}, &clusterv1.MachinePool{}); err != nil {
 		return err
 	}
+	if err := index.ByClusterClass(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
 	r.kit = kit.Reconciler[*clusterv1.Cluster, *scope]{
 		Client:    r.Client,
 		Writer:    client.WithFieldOwner(r.Client, FieldManager),
@@ -130,26 +133,15 @@ func clusterOfLabel(_ context.Context, obj client.Object) []ctrl.Request {
 // classToClusters wakes the Clusters whose topology uses a ClusterClass.
 func (r *Reconciler) classToClusters(ctx context.Context, obj client.Object) []ctrl.Request {
 	list := &clusterv1.ClusterList{}
-	if err := r.Client.List(ctx, list); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "listing Clusters")
+	if err := r.Client.List(ctx, list, index.UsingClass(obj.GetNamespace(), obj.GetName())); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing the Clusters of a ClusterClass")
 		return nil
 	}
-	var out []ctrl.Request
+	out := make([]ctrl.Request, 0, len(list.Items))
 	for i := range list.Items {
-		c := &list.Items[i]
-		if c.Spec.Topology.IsDefined() && c.Spec.Topology.ClassRef.Name == obj.GetName() && classNamespace(c) == obj.GetNamespace() {
-			out = append(out, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(c)})
-		}
+		out = append(out, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 	}
 	return out
-}
-
-// classNamespace is the namespace of the Cluster's ClusterClass.
-func classNamespace(c *clusterv1.Cluster) string {
-	if ns := c.Spec.Topology.ClassRef.Namespace; ns != "" {
-		return ns
-	}
-	return c.Namespace
 }
 
 // scope is everything one reconcile learns about a topology Cluster.

@@ -29,7 +29,7 @@ func (r *Reconciler) gather(ctx context.Context, s *scope) (time.Duration, error
 		return 0, err
 	}
 	if class == nil {
-		return 0, kit.UserFix(fmt.Errorf("ClusterClass %s/%s (spec.topology.classRef) does not exist: create it or point classRef at an existing one", classNamespace(c), c.Spec.Topology.ClassRef.Name))
+		return 0, kit.UserFix(fmt.Errorf("ClusterClass %s (spec.topology.classRef) does not exist: create it or point classRef at an existing one", c.GetClassKey()))
 	}
 	s.class = class
 	if why := classNotReconciled(class); why != "" {
@@ -56,8 +56,7 @@ func (r *Reconciler) gather(ctx context.Context, s *scope) (time.Duration, error
 // readClass reads the Cluster's ClusterClass; nil when it does not exist.
 func (r *Reconciler) readClass(ctx context.Context, c *clusterv1.Cluster) (*clusterv1.ClusterClass, error) {
 	class := &clusterv1.ClusterClass{}
-	key := client.ObjectKey{Namespace: classNamespace(c), Name: c.Spec.Topology.ClassRef.Name}
-	if err := r.Client.Get(ctx, key, class); err != nil {
+	if err := r.Client.Get(ctx, c.GetClassKey(), class); err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}
 	return class, nil
@@ -132,16 +131,15 @@ func (r *Reconciler) classTemplates(ctx context.Context, class *clusterv1.Cluste
 	out := map[desired.TemplateKey]*unstructured.Unstructured{}
 	var errs []error
 	for field, ref := range templateRefs(class) {
-		gv, err := schema.ParseGroupVersion(ref.APIVersion)
-		if err != nil {
+		if _, err := schema.ParseGroupVersion(ref.APIVersion); err != nil {
 			errs = append(errs, kit.UserFix(fmt.Errorf("ClusterClass %s %s: apiVersion %q: %w", class.Name, field, ref.APIVersion, err)))
 			continue
 		}
-		key := desired.TemplateKey{Group: gv.Group, Kind: ref.Kind, Namespace: class.Namespace, Name: ref.Name}
+		key := desired.KeyOf(ref, class.Namespace)
 		if _, done := out[key]; done {
 			continue
 		}
-		obj, err := r.Resolver.Get(ctx, r.Client, clusterv1.ContractVersionedObjectReference{APIGroup: gv.Group, Kind: ref.Kind, Name: ref.Name}, class.Namespace)
+		obj, err := r.Resolver.Get(ctx, r.Client, clusterv1.ContractVersionedObjectReference{APIGroup: key.Group, Kind: ref.Kind, Name: ref.Name}, class.Namespace)
 		if err != nil {
 			if apierrors.IsNotFound(err) {
 				err = kit.UserFix(fmt.Errorf("ClusterClass %s %s: %s %s does not exist: create it or fix the reference", class.Name, field, ref.Kind, ref.Name))

@@ -579,10 +579,13 @@ func TestPausedClusterIsNotTouched(t *testing.T) {
 	if err := env.Client.Patch(context.Background(), f.cluster, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"paused":true}}`))); err != nil {
 		t.Fatal(err)
 	}
+	// The state changes only once the pause is seen: here the test, not
+	// the Cluster, holds the topology, and a reconcile already under way
+	// would apply it before reading the pause.
+	f.condition(t, metav1.ConditionFalse, clusterv1.PausedReason, "spec.paused")
 	sh := oneWorker()
 	sh.cpReplicas = 3
 	f.set(t, sh)
-	f.condition(t, metav1.ConditionFalse, clusterv1.PausedReason, "spec.paused")
 	replicas := func() int64 {
 		v, _, _ := unstructured.NestedInt64(getU(t, provider.ControlPlane, f.ns, "c-cp").Object, "spec", "replicas")
 		return v
