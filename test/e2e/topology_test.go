@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -116,6 +118,30 @@ spec:
           apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
           kind: InMemoryMachineTemplate
           name: sim-worker
+  variables:
+  - name: workerBootDelay
+    required: false
+    schema:
+      openAPIV3Schema:
+        type: string
+        default: 1s
+  patches:
+  - name: worker-boot-delay
+    definitions:
+    - selector:
+        apiVersion: infrastructure.cluster.x-k8s.io/v1beta2
+        kind: InMemoryMachineTemplate
+        matchResources:
+          machineDeploymentClass:
+            names: [default-worker]
+      jsonPatches:
+      - op: add
+        path: /spec/template/spec/delays
+        value: {}
+      - op: add
+        path: /spec/template/spec/delays/machine
+        valueFrom:
+          variable: workerBootDelay
 `
 
 const topologyCluster = `
@@ -205,6 +231,84 @@ func TestTopologyClusterOnTheInMemoryProvider(t *testing.T) {
 	if md.Labels[clusterv1.ClusterTopologyOwnedLabel] != "" || ptr.Deref(md.Spec.Replicas, 0) != 2 {
 		t.Errorf("MachineDeployment %s: labels %v, replicas %v", md.Name, md.Labels, md.Spec.Replicas)
 	}
+
+	// A variable a patch puts in the workers' machine template changes:
+	// the template rotates, the workers roll to it, and the old template
+	// goes once its MachineSet has.
+	oldTemplate := md.Spec.Template.Spec.InfrastructureRef.Name
+	vars := `{"spec":{"topology":{"variables":[{"name":"workerBootDelay","value":"2s"}]}}}`
+	if err := c.Patch(ctx, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "topo"}}, client.RawPatch(types.MergePatchType, []byte(vars))); err != nil {
+		t.Fatal(err)
+	}
+	fixture.Eventually(t, "the workers rolled to a rotated template", 3*time.Minute, func(ctx context.Context) string {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(md), md); err != nil {
+			return err.Error()
+		}
+		newTemplate := md.Spec.Template.Spec.InfrastructureRef.Name
+		if newTemplate == oldTemplate {
+			return "the MachineDeployment still uses " + oldTemplate
+		}
+		tmpl := &unstructured.Unstructured{}
+		tmpl.SetGroupVersionKind(schema.GroupVersionKind{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta2", Kind: "InMemoryMachineTemplate"})
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: newTemplate}, tmpl); err != nil {
+			return err.Error()
+		}
+		if d, _, _ := unstructured.NestedString(tmpl.Object, "spec", "template", "spec", "delays", "machine"); d != "2s" {
+			return "the new template's delay is " + d
+		}
+		return runningMachines(ctx, c, 3)
+	})
+	// The old template stays while a MachineSet kept for rollback
+	// references it.
+	if !referencedByMachineSet(t, c, oldTemplate) {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: oldTemplate}, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "InMemoryMachineTemplate",
+		}}); !apierrors.IsNotFound(err) {
+			t.Errorf("the old template %s, which no MachineSet references: %v", oldTemplate, err)
+		}
+	}
+
+	// An upgrade: the control plane first, then the workers.
+	upgrade := `{"spec":{"topology":{"version":"v1.35.9"}}}`
+	if err := c.Patch(ctx, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "topo"}}, client.RawPatch(types.MergePatchType, []byte(upgrade))); err != nil {
+		t.Fatal(err)
+	}
+	fixture.Eventually(t, "every Machine upgraded, control plane first", 3*time.Minute, func(ctx context.Context) string {
+		machines := &clusterv1.MachineList{}
+		if err := c.List(ctx, machines, client.InNamespace("default")); err != nil {
+			return err.Error()
+		}
+		oldControlPlane, newWorkers, old := 0, 0, 0
+		for i := range machines.Items {
+			m := &machines.Items[i]
+			_, cp := m.Labels[clusterv1.MachineControlPlaneLabel]
+			switch {
+			case m.Spec.Version != "v1.35.9":
+				old++
+				if cp {
+					oldControlPlane++
+				}
+			case !cp:
+				newWorkers++
+			}
+		}
+		if oldControlPlane > 0 && newWorkers > 0 {
+			t.Fatalf("a worker Machine runs v1.35.9 while %d control plane Machines do not", oldControlPlane)
+		}
+		if old > 0 {
+			return fmt.Sprintf("%d Machines not at v1.35.9", old)
+		}
+		return runningMachines(ctx, c, 3)
+	})
+
+	// The upgrade's rollout leaves the MachineSet of the first revision
+	// beyond the history kept: with it goes the template only it used.
+	fixture.Eventually(t, "the first worker template gone with its MachineSet", 2*time.Minute, func(ctx context.Context) string {
+		err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: oldTemplate}, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "infrastructure.cluster.x-k8s.io/v1beta2", "kind": "InMemoryMachineTemplate",
+		}})
+		return fixture.Unless(apierrors.IsNotFound(err), fmt.Sprintf("%s: %v (referenced by a MachineSet: %v)", oldTemplate, err, referencedByMachineSet(t, c, oldTemplate)))
+	})
 
 	// Scale through the topology.
 	body := `{"spec":{"topology":{"workers":{"machineDeployments":[{"class":"default-worker","name":"md-0","replicas":3}]}}}}`
@@ -300,4 +404,20 @@ func planeConfig(t *testing.T, p *plane) *rest.Config {
 		t.Fatal(err)
 	}
 	return cfg
+}
+
+// referencedByMachineSet tells whether a MachineSet clones the named
+// infrastructure template.
+func referencedByMachineSet(t *testing.T, c client.Client, template string) bool {
+	t.Helper()
+	sets := &clusterv1.MachineSetList{}
+	if err := c.List(context.Background(), sets, client.InNamespace("default")); err != nil {
+		t.Fatal(err)
+	}
+	for _, ms := range sets.Items {
+		if ms.Spec.Template.Spec.InfrastructureRef.Name == template {
+			return true
+		}
+	}
+	return false
 }
