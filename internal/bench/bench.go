@@ -355,18 +355,9 @@ spec:
 // (named c0, c1, ...).
 func Manifests(ns string, clusters, workers int) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
-	add := func(doc string) error {
-		for _, part := range strings.Split(doc, "\n---\n") {
-			if strings.TrimSpace(part) == "" {
-				continue
-			}
-			u := &unstructured.Unstructured{}
-			if err := yaml.Unmarshal([]byte(part), &u.Object); err != nil {
-				return err
-			}
-			out = append(out, u)
-		}
-		return nil
+	add := func(doc string) (err error) {
+		out, err = appendDocuments(out, doc)
+		return err
 	}
 	if err := add(strings.ReplaceAll(shared, "NS", ns)); err != nil {
 		return nil, err
@@ -376,6 +367,21 @@ func Manifests(ns string, clusters, workers int) ([]*unstructured.Unstructured, 
 		if err := add(strings.ReplaceAll(r.Replace(perCluster), "NAME", fmt.Sprintf("c%d", i))); err != nil {
 			return nil, err
 		}
+	}
+	return out, nil
+}
+
+// appendDocuments appends the objects of a multi-document YAML manifest.
+func appendDocuments(out []*unstructured.Unstructured, doc string) ([]*unstructured.Unstructured, error) {
+	for _, part := range strings.Split(doc, "\n---\n") {
+		if strings.TrimSpace(part) == "" {
+			continue
+		}
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(part), &u.Object); err != nil {
+			return nil, err
+		}
+		out = append(out, u)
 	}
 	return out, nil
 }

@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/conditions"
@@ -93,18 +92,9 @@ spec:
 // count is returned too), then every cluster's Cluster (c0, c1, ...).
 func TopologyManifests(ns string, clusters, workers int) ([]*unstructured.Unstructured, int, error) {
 	var out []*unstructured.Unstructured
-	add := func(doc string) error {
-		for _, part := range strings.Split(doc, "\n---\n") {
-			if strings.TrimSpace(part) == "" {
-				continue
-			}
-			u := &unstructured.Unstructured{}
-			if err := yaml.Unmarshal([]byte(part), &u.Object); err != nil {
-				return err
-			}
-			out = append(out, u)
-		}
-		return nil
+	add := func(doc string) (err error) {
+		out, err = appendDocuments(out, doc)
+		return err
 	}
 	if err := add(strings.ReplaceAll(topologyShared, "NS", ns)); err != nil {
 		return nil, 0, err

@@ -85,7 +85,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	}
 	// Worker counters change with every Machine; a short delay folds a
 	// burst of changes into one status write.
-	toCluster := enqueue.Coalesced(summaryDelay, clusterOfLabel)
+	toCluster := enqueue.Coalesced(summaryDelay, enqueue.ClusterOfLabel)
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&clusterv1.Cluster{}).
 		Watches(&clusterv1.Machine{}, toCluster).
@@ -108,14 +108,6 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Handler:    handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &clusterv1.Cluster{}, handler.OnlyControllerOwner()),
 	}
 	return nil
-}
-
-func clusterOfLabel(_ context.Context, obj client.Object) []ctrl.Request {
-	name := obj.GetLabels()[clusterv1.ClusterNameLabel]
-	if name == "" {
-		return nil
-	}
-	return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}}}
 }
 
 // Reconcile brings one Cluster's status and owned objects up to date.

@@ -16,6 +16,7 @@ import (
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/contract"
+	"capstan.dev/capstan/internal/enqueue"
 	"capstan.dev/capstan/internal/index"
 	"capstan.dev/capstan/internal/kit"
 	"capstan.dev/capstan/internal/pace"
@@ -76,7 +77,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Run:       r.run,
 		Report:    r.report,
 	}
-	toCluster := handler.EnqueueRequestsFromMapFunc(clusterOfLabel)
+	toCluster := handler.EnqueueRequestsFromMapFunc(enqueue.ClusterOfLabel)
 	made := builder.WithPredicates(topologyOwned)
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		For(&clusterv1.Cluster{}, builder.WithPredicates(hasTopology, kit.NotStatusOnly)).
@@ -120,14 +121,6 @@ var deletedOnly = predicate.Funcs{
 	UpdateFunc:  func(event.UpdateEvent) bool { return false },
 	GenericFunc: func(event.GenericEvent) bool { return false },
 	DeleteFunc:  func(event.DeleteEvent) bool { return true },
-}
-
-func clusterOfLabel(_ context.Context, obj client.Object) []ctrl.Request {
-	name := obj.GetLabels()[clusterv1.ClusterNameLabel]
-	if name == "" {
-		return nil
-	}
-	return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}}}
 }
 
 // classToClusters wakes the Clusters whose topology uses a ClusterClass.

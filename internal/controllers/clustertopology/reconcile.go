@@ -22,10 +22,11 @@ import (
 	"capstan.dev/capstan/internal/topology/desired"
 )
 
-// Event reasons.
+// Event reasons (upstream's): what the topology created (a rotated
+// template included), changed and deleted.
 const (
 	createdReason = "TopologyCreate"
-	rotatedReason = "TopologyTemplateRotate"
+	updatedReason = "TopologyUpdate"
 	deletedReason = "TopologyDelete"
 )
 
@@ -305,7 +306,7 @@ func (r *Reconciler) reconcileTemplate(ctx context.Context, s *scope, current, w
 		}
 	}
 	if reusable && obj.GetName() != current.GetName() {
-		r.event(c, "Normal", rotatedReason, "Rotate", "%s %s replaces %s, whose spec the topology changed", obj.GetKind(), obj.GetName(), current.GetName())
+		r.event(c, "Normal", createdReason, "Rotate", "%s %s replaces %s, whose spec the topology changed", obj.GetKind(), obj.GetName(), current.GetName())
 	}
 	res, err := r.applyTracked(ctx, s, obj, sameObject(current, obj))
 	if err != nil {
@@ -340,6 +341,8 @@ func (r *Reconciler) applyTracked(ctx context.Context, s *scope, obj, current cl
 		s.written = append(s.written, res.obj)
 		if current == nil {
 			r.event(s.cluster, "Normal", createdReason, "Create", "Created %s %s", res.obj.GetKind(), res.obj.GetName())
+		} else {
+			r.event(s.cluster, "Normal", updatedReason, "Update", "Updated %s %s", res.obj.GetKind(), res.obj.GetName())
 		}
 	}
 	s.applied = append(s.applied, res.obj)
