@@ -29,7 +29,11 @@ func (r *Reconciler) gather(ctx context.Context, s *scope) (time.Duration, error
 		return 0, err
 	}
 	if class == nil {
-		return 0, kit.UserFix(fmt.Errorf("ClusterClass %s (spec.topology.classRef) does not exist: create it or point classRef at an existing one", c.GetClassKey()))
+		// A Cluster may come before its class; the class's creation wakes
+		// it (classToClusters).
+		s.notReady = fmt.Sprintf("ClusterClass %s (spec.topology.classRef) does not exist yet: create it, or point classRef at an existing one", c.GetClassKey())
+		s.notReadyReason = clusterv1.ClusterTopologyReconciledClusterClassNotReconciledReason
+		return 0, nil
 	}
 	s.class = class
 	if why := classNotReconciled(class); why != "" {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -73,6 +74,12 @@ func (r *Reconciler) applyState(ctx context.Context, s *scope) (time.Duration, e
 		return 0, nil
 	}
 	c := s.cluster
+	if what := incompatible(s.current, st); len(what) > 0 {
+		// Nothing is applied: half a move to other kinds would leave the
+		// Cluster between two sets of objects.
+		return 0, kit.UserFix(fmt.Errorf("the topology cannot move to ClusterClass %s: %s; a Cluster keeps the kinds of its infrastructure cluster, control plane and machine templates: go back to the former class, or to one with the same kinds",
+			s.class.Name, strings.Join(what, "; ")))
+	}
 	if st.InfrastructureCluster != nil {
 		obj := st.InfrastructureCluster.DeepCopy()
 		markOwned(obj, c, "")

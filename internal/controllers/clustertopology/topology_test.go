@@ -43,6 +43,10 @@ type shape struct {
 	mds        map[string]mdShape
 	pools      map[string]string // topology name → bootstrap format
 	upgrade    plan.TopologyUpgrade
+	// infraKind is the infrastructure cluster's kind (TestCluster when
+	// unset): another one is what a rebase onto a class of other kinds
+	// would bring.
+	infraKind provider.Kind
 }
 
 type fixture struct {
@@ -135,9 +139,14 @@ func (f *fixture) poke(t *testing.T) {
 // computation's would be.
 func build(ns string, sh shape) func(desired.Input) *desired.State {
 	return func(in desired.Input) *desired.State {
+		c := in.Cluster.Name
+		infraKind := provider.InfraCluster
+		if sh.infraKind.Kind != "" {
+			infraKind = sh.infraKind
+		}
 		st := &desired.State{
-			InfrastructureCluster: provider.InfraCluster.New(ns, "c-infra", map[string]any{"region": sh.region}),
-			ControlPlane:          provider.ControlPlane.New(ns, "c-cp", map[string]any{"replicas": sh.cpReplicas, "version": "v1.33.0"}),
+			InfrastructureCluster: infraKind.New(ns, c+"-infra", map[string]any{"region": sh.region}),
+			ControlPlane:          provider.ControlPlane.New(ns, c+"-cp", map[string]any{"replicas": sh.cpReplicas, "version": "v1.33.0"}),
 			ControlPlaneMachineInfrastructure: provider.InfraMachineTemplate.New(ns, "", map[string]any{
 				"template": map[string]any{"spec": map[string]any{"size": sh.cpSize}},
 			}),
@@ -147,7 +156,7 @@ func build(ns string, sh shape) func(desired.Input) *desired.State {
 		for name, md := range sh.mds {
 			state := &desired.MachineDeployment{
 				Object: &clusterv1.MachineDeployment{
-					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c-" + name},
+					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: c + "-" + name},
 					Spec: clusterv1.MachineDeploymentSpec{
 						ClusterName: in.Cluster.Name,
 						Replicas:    ptr.To(md.replicas),
@@ -162,7 +171,7 @@ func build(ns string, sh shape) func(desired.Input) *desired.State {
 			}
 			if md.healthCheck {
 				state.HealthCheck = &clusterv1.MachineHealthCheck{
-					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c-" + name},
+					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: c + "-" + name},
 					Spec: clusterv1.MachineHealthCheckSpec{
 						ClusterName: in.Cluster.Name,
 						Selector:    metav1.LabelSelector{MatchLabels: map[string]string{clusterv1.ClusterTopologyMachineDeploymentNameLabel: name}},
@@ -718,4 +727,47 @@ func TestMachinePoolsComeAndGo(t *testing.T) {
 		return fx.Unless(apierrors.IsNotFound(err), fmt.Sprintf("MachinePool: %v", err))
 	})
 	f.reconciled(t)
+}
+
+// TestIncompatibleRebaseIsRefusedWithoutAnyChange: a state whose
+// infrastructure cluster is of another kind (a class of other kinds) is
+// refused by name, and nothing of it is applied.
+func TestIncompatibleRebaseIsRefusedWithoutAnyChange(t *testing.T) {
+	f := newFixture(t, oneWorker())
+	f.reconciled(t)
+	sh := oneWorker()
+	sh.infraKind = provider.InfraMachinePool
+	sh.cpReplicas = 3
+	f.set(t, sh)
+	f.condition(t, metav1.ConditionFalse, clusterv1.ClusterTopologyReconciledFailedReason, "infrastructure cluster would change from TestCluster."+provider.InfrastructureGroup+" to TestMachinePool")
+	replicas, _, _ := unstructured.NestedInt64(getU(t, provider.ControlPlane, f.ns, "c-cp").Object, "spec", "replicas")
+	if replicas != 1 {
+		t.Errorf("control plane replicas %d: part of a refused state was applied", replicas)
+	}
+	if n := len(owned(t, provider.InfraMachinePool, f.ns, nil)); n != 0 {
+		t.Errorf("%d objects of the new kind made", n)
+	}
+}
+
+// TestClusterBeforeItsClass: a Cluster whose class does not exist yet waits
+// for it, says so, and comes up once it is there.
+func TestClusterBeforeItsClass(t *testing.T) {
+	f := newFixture(t, oneWorker())
+	f.reconciled(t)
+	d := &clusterv1.Cluster{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "d"},
+		Spec:       *f.cluster.Spec.DeepCopy(),
+	}
+	d.Spec.Topology.ClassRef.Name = "later"
+	d.Spec.InfrastructureRef, d.Spec.ControlPlaneRef = clusterv1.ContractVersionedObjectReference{}, clusterv1.ContractVersionedObjectReference{}
+	states.Store(clusterKey(d), build(f.ns, oneWorker()))
+	fx.Create(t, env.Client, d)
+	g := &fixture{ns: f.ns, cluster: d}
+	g.condition(t, metav1.ConditionFalse, clusterv1.ClusterTopologyReconciledClusterClassNotReconciledReason, "ClusterClass "+f.ns+"/later (spec.topology.classRef) does not exist yet")
+
+	later := &clusterv1.ClusterClass{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "later"}, Spec: *f.class.Spec.DeepCopy()}
+	fx.Create(t, env.Client, later)
+	markReconciled(t, later)
+	g.reconciled(t)
+	getU(t, provider.ControlPlane, f.ns, "d-cp")
 }
