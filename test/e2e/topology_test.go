@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -319,6 +320,40 @@ func TestTopologyClusterOnTheInMemoryProvider(t *testing.T) {
 		return runningMachines(ctx, c, 4)
 	})
 
+	// A MachineDeployment added to the topology comes; removed, it goes
+	// with its templates.
+	setWorkers := func(workers string) {
+		t.Helper()
+		body := `{"spec":{"topology":{"workers":{"machineDeployments":` + workers + `}}}}`
+		if err := c.Patch(ctx, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "topo"}}, client.RawPatch(types.MergePatchType, []byte(body))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setWorkers(`[{"class":"default-worker","name":"md-0","replicas":3},{"class":"default-worker","name":"md-1","replicas":1}]`)
+	fixture.Eventually(t, "5 running Machines with a second MachineDeployment", 2*time.Minute, func(ctx context.Context) string {
+		return runningMachines(ctx, c, 5)
+	})
+	setWorkers(`[{"class":"default-worker","name":"md-0","replicas":3}]`)
+	fixture.Eventually(t, "the second MachineDeployment gone with its Machine and templates", 2*time.Minute, func(ctx context.Context) string {
+		mds := &clusterv1.MachineDeploymentList{}
+		if err := c.List(ctx, mds, client.MatchingLabels{clusterv1.ClusterTopologyMachineDeploymentNameLabel: "md-1"}); err != nil {
+			return err.Error()
+		}
+		if len(mds.Items) > 0 {
+			return "MachineDeployment " + mds.Items[0].Name + " is still there"
+		}
+		for _, kind := range []string{"InMemoryMachineTemplate", "KubeadmConfigTemplate"} {
+			n, err := countOwned(ctx, c, kind, map[string]string{clusterv1.ClusterTopologyMachineDeploymentNameLabel: "md-1"})
+			if err != nil {
+				return err.Error()
+			}
+			if n > 0 {
+				return fmt.Sprintf("%d %s of md-1 left", n, kind)
+			}
+		}
+		return runningMachines(ctx, c, 4)
+	})
+
 	if err := c.Delete(ctx, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "topo"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +366,7 @@ func TestTopologyClusterOnTheInMemoryProvider(t *testing.T) {
 		}
 		left := len(clusters.Items) + len(machines.Items) + len(mds.Items)
 		for _, kind := range []string{"InMemoryCluster", "InMemoryMachineTemplate", "KubeadmControlPlane", "KubeadmConfigTemplate"} {
-			n, err := countOwned(ctx, c, kind)
+			n, err := countOwned(ctx, c, kind, nil)
 			if err != nil {
 				return err.Error()
 			}
@@ -383,15 +418,17 @@ func deploymentOf(t *testing.T, c client.Client, topologyName string) string {
 }
 
 // countOwned counts the objects of an in-memory, bootstrap or control plane
-// kind the topology made.
-func countOwned(ctx context.Context, c client.Client, kind string) (int, error) {
+// kind the topology made (with the extra labels given).
+func countOwned(ctx context.Context, c client.Client, kind string, extra map[string]string) (int, error) {
 	groups := map[string]string{
 		"InMemoryCluster": "infrastructure.cluster.x-k8s.io", "InMemoryMachineTemplate": "infrastructure.cluster.x-k8s.io",
 		"KubeadmControlPlane": "controlplane.cluster.x-k8s.io", "KubeadmConfigTemplate": "bootstrap.cluster.x-k8s.io",
 	}
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(schema.GroupVersionKind{Group: groups[kind], Version: "v1beta2", Kind: kind + "List"})
-	if err := c.List(ctx, list, client.MatchingLabels{clusterv1.ClusterTopologyOwnedLabel: ""}); err != nil {
+	labels := client.MatchingLabels{clusterv1.ClusterTopologyOwnedLabel: ""}
+	maps.Copy(labels, extra)
+	if err := c.List(ctx, list, labels); err != nil {
 		return 0, err
 	}
 	return len(list.Items), nil
