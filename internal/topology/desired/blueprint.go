@@ -27,12 +27,16 @@ type blueprint struct {
 }
 
 type deploymentBlueprint struct {
+	// index is the entry's place in workers.machineDeployments.
+	index                     int
 	topology                  clusterv1.MachineDeploymentTopology
 	class                     clusterv1.MachineDeploymentClass
 	bootstrap, infrastructure *unstructured.Unstructured
 }
 
 type poolBlueprint struct {
+	// index is the entry's place in workers.machinePools.
+	index                     int
 	topology                  clusterv1.MachinePoolTopology
 	class                     clusterv1.MachinePoolClass
 	bootstrap, infrastructure *unstructured.Unstructured
@@ -65,7 +69,7 @@ func resolve(in Input) (*blueprint, error) {
 		}
 		mdClass := class.Spec.Workers.MachineDeployments[j]
 		classAt := fmt.Sprintf("spec.workers.machineDeployments[%d]", j)
-		b := &deploymentBlueprint{topology: md, class: mdClass}
+		b := &deploymentBlueprint{index: i, topology: md, class: mdClass}
 		if b.bootstrap, err = classTemplate(in, classAt+".bootstrap.templateRef", mdClass.Bootstrap.TemplateRef); err != nil {
 			return nil, err
 		}
@@ -82,7 +86,7 @@ func resolve(in Input) (*blueprint, error) {
 		}
 		mpClass := class.Spec.Workers.MachinePools[j]
 		classAt := fmt.Sprintf("spec.workers.machinePools[%d]", j)
-		b := &poolBlueprint{topology: mp, class: mpClass}
+		b := &poolBlueprint{index: i, topology: mp, class: mpClass}
 		if b.bootstrap, err = classTemplate(in, classAt+".bootstrap.templateRef", mpClass.Bootstrap.TemplateRef); err != nil {
 			return nil, err
 		}

@@ -2,7 +2,6 @@ package desired
 
 import (
 	"fmt"
-	"maps"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -71,8 +70,10 @@ func buildControlPlane(in Input, bp *blueprint, n objectNames, version string) (
 			add  map[string]string
 		}{{"labels", labels}, {"annotations", annotations}} {
 			existing, _, _ := unstructured.NestedStringMap(cp.Object, pathMachineTemplateMetadata.with(field.name)...)
-			if err := set(merged(existing, field.add), pathMachineTemplateMetadata.with(field.name)...); err != nil {
-				return nil, err
+			if all := merged(existing, field.add); len(all) > 0 {
+				if err := set(all, pathMachineTemplateMetadata.with(field.name)...); err != nil {
+					return nil, err
+				}
 			}
 		}
 	}
@@ -148,32 +149,4 @@ func controlPlaneVersionState(cp *unstructured.Unstructured) plan.ControlPlaneVe
 		}
 	}
 	return state
-}
-
-// merged is a new map holding base's entries overridden by over's.
-func merged(base, over map[string]string) map[string]string {
-	out := make(map[string]string, len(base)+len(over))
-	maps.Copy(out, base)
-	maps.Copy(out, over)
-	return out
-}
-
-// firstSet is the first of the slices that is set (not nil).
-func firstSet[T any](candidates ...[]T) []T {
-	for _, c := range candidates {
-		if c != nil {
-			return c
-		}
-	}
-	return nil
-}
-
-// firstPtr is the first of the pointers that is set.
-func firstPtr[T any](candidates ...*T) *T {
-	for _, c := range candidates {
-		if c != nil {
-			return c
-		}
-	}
-	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -88,7 +89,7 @@ func TestFirstCompute(t *testing.T) {
 		"from-template": "machines", "class-cp": "yes", "shared": "from-topology", "topology-cp": "yes", clusterName: "c1", owned: ""})
 	equal(t, "control plane machine annotations", nested(t, cp, "spec", "machineTemplate", "metadata", "annotations"), map[string]any{"class-cp-note": "yes"})
 	equal(t, "control plane taints (class)", nested(t, cp, "spec", "machineTemplate", "spec", "taints"),
-		[]any{map[string]any{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule"}})
+		[]any{map[string]any{"key": "node-role.kubernetes.io/control-plane", "effect": "NoSchedule", "propagation": "OnInitialization"}})
 	equal(t, "control plane drain timeout (class)", nested(t, cp, "spec", "machineTemplate", "spec", "deletion", "nodeDrainTimeoutSeconds"), int64(60))
 	equal(t, "control plane readiness gates (none)", nested(t, cp, "spec", "machineTemplate", "spec", "readinessGates"), nil)
 	equal(t, "imageRepository patch (variable default)", nested(t, cp, "spec", "kubeadmConfigSpec", "clusterConfiguration", "imageRepository"), "registry.k8s.io")
@@ -169,7 +170,7 @@ func TestFirstCompute(t *testing.T) {
 	equal(t, "mp-0 bootstrap kind", mp.Bootstrap.GetKind(), "KubeadmConfig")
 	equal(t, "mp-0 bootstrap labels", mp.Bootstrap.GetLabels(), map[string]string{clusterName: "c1", owned: "", poolName: "mp-0"})
 	equal(t, "mp-0 bootstrap owners", mp.Bootstrap.GetOwnerReferences(), clusterOwner())
-	equal(t, "mp-0 bootstrap spec", nested(t, mp.Bootstrap, "spec"), map[string]any{"joinConfiguration": map[string]any{"nodeRegistration": map[string]any{}}})
+	equal(t, "mp-0 bootstrap spec", nested(t, mp.Bootstrap, "spec"), map[string]any{"joinConfiguration": map[string]any{"nodeRegistration": map[string]any{"imagePullPolicy": "IfNotPresent"}}})
 	equal(t, "mp-0 refs", []clusterv1.ContractVersionedObjectReference{mp.Object.Spec.Template.Spec.Bootstrap.ConfigRef, mp.Object.Spec.Template.Spec.InfrastructureRef},
 		[]clusterv1.ContractVersionedObjectReference{
 			{APIGroup: "bootstrap.cluster.x-k8s.io", Kind: "KubeadmConfig", Name: "c1-mp-0-r0011"},
@@ -442,7 +443,7 @@ func TestTopologyOverridesClassSettings(t *testing.T) {
 	md := &topo.Workers.MachineDeployments[0]
 	md.MinReadySeconds = ptr.To[int32](0)
 	md.FailureDomain = "fd2"
-	md.Taints = []clusterv1.MachineTaint{{Key: "k", Value: "v", Effect: "NoExecute"}}
+	md.Taints = []clusterv1.MachineTaint{{Key: "k", Value: "v", Effect: "NoExecute", Propagation: "Always"}}
 	md.Rollout = clusterv1.MachineDeploymentTopologyRolloutSpec{Strategy: clusterv1.MachineDeploymentTopologyRolloutStrategy{Type: "OnDelete"}}
 	md.Deletion.NodeVolumeDetachTimeoutSeconds = ptr.To[int32](9)
 	topo.Workers.MachinePools[0].FailureDomains = []string{"fd3"}
@@ -550,6 +551,18 @@ func TestErrorsNameTheProblem(t *testing.T) {
 			wantAs:  new(*patches.Error),
 		},
 		{
+			name: "class variable that cannot be used (no status yet)",
+			change: func(in *desired.Input) {
+				in.Class.Spec.Variables[0].Schema.OpenAPIV3Schema.Default = &apiextensionsv1.JSON{Raw: []byte("5")}
+			},
+			wantErr: []string{"ClusterClass ns1/quick-start has variables that cannot be used", "spec.variables[0]"},
+		},
+		{
+			name:    "variable value the webhook would have refused",
+			change:  func(in *desired.Input) { setVariable(in, "podSecurityStandard", `{"enforce":"nope"}`) },
+			wantErr: []string{"the Cluster's variables do not match ClusterClass ns1/quick-start", "spec.topology.variables[0].value.enforce", "nope"},
+		},
+		{
 			name:    "version that does not parse",
 			change:  func(in *desired.Input) { in.Cluster.Spec.Topology.Version = "1.33" },
 			wantErr: []string{"spec.topology.version"},
@@ -623,4 +636,44 @@ func TestUnrecordedObjectsKeepTheirNames(t *testing.T) {
 	equal(t, "names", []string{second.InfrastructureCluster.GetName(), second.ControlPlane.GetName()},
 		[]string{first.InfrastructureCluster.GetName(), first.ControlPlane.GetName()})
 	equal(t, "cluster references", second.Cluster.Spec.ControlPlaneRef.Name, first.ControlPlane.GetName())
+}
+
+// The class's status.variables, once the ClusterClass controller has
+// written them for its current generation, are the definitions used.
+func TestDefinitionsFromClassStatus(t *testing.T) {
+	in := quickStart(t)
+	in.Class.Generation, in.Class.Status.ObservedGeneration = 3, 3
+	for _, v := range in.Class.Spec.Variables {
+		schema := v.Schema
+		if v.Name == "imageRepository" {
+			schema.OpenAPIV3Schema.Default = &apiextensionsv1.JSON{Raw: []byte(`"from-status"`)}
+		}
+		in.Class.Status.Variables = append(in.Class.Status.Variables, clusterv1.ClusterClassStatusVariable{Name: v.Name,
+			Definitions: []clusterv1.ClusterClassStatusVariableDefinition{{From: "inline", Required: v.Required, Schema: schema}}})
+	}
+	s := compute(t, in)
+	equal(t, "default from the status", nested(t, s.ControlPlane, "spec", "kubeadmConfigSpec", "clusterConfiguration", "imageRepository"), "from-status")
+
+	in.Class.Generation = 4 // the status describes an older class
+	s = compute(t, in)
+	equal(t, "default from the class", nested(t, s.ControlPlane, "spec", "kubeadmConfigSpec", "clusterConfiguration", "imageRepository"), "registry.k8s.io")
+}
+
+// BenchmarkCompute is a quick-start Cluster's recompute, what the topology
+// controller runs on every reconcile.
+func BenchmarkCompute(b *testing.B) {
+	t := &testing.T{}
+	first, err := desired.Compute(quickStart(t))
+	if err != nil {
+		b.Fatal(err)
+	}
+	in := quickStart(t)
+	in.Cluster = first.Cluster
+	in.Current = asCurrent(first)
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := desired.Compute(in); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -41,20 +41,20 @@ func nameObjects(in Input, bp *blueprint) (objectNames, error) {
 
 	// An object the Cluster does not refer to yet (a reconcile stopped
 	// between creating it and recording it) keeps its name too.
-	n.infrastructureCluster = firstName(cluster.Spec.InfrastructureRef.Name, nameOf(in.Current.InfrastructureCluster))
+	n.infrastructureCluster = firstNonEmpty(cluster.Spec.InfrastructureRef.Name, nameOf(in.Current.InfrastructureCluster))
 	if n.infrastructureCluster == "" {
 		if n.infrastructureCluster, err = render(in, "spec.infrastructure.naming.template", spec.Infrastructure.Naming.Template, defaultClusterObjectNameTemplate, clusterData()); err != nil {
 			return n, err
 		}
 	}
-	n.controlPlane = firstName(cluster.Spec.ControlPlaneRef.Name, nameOf(in.Current.ControlPlane))
+	n.controlPlane = firstNonEmpty(cluster.Spec.ControlPlaneRef.Name, nameOf(in.Current.ControlPlane))
 	if n.controlPlane == "" {
 		if n.controlPlane, err = render(in, "spec.controlPlane.naming.template", spec.ControlPlane.Naming.Template, defaultClusterObjectNameTemplate, clusterData()); err != nil {
 			return n, err
 		}
 	}
 	if bp.controlPlaneMachineInfrastructure != nil {
-		n.controlPlaneMachineInfrastructure = firstName(
+		n.controlPlaneMachineInfrastructure = firstNonEmpty(
 			nameOf(in.Current.ControlPlaneMachineInfrastructure),
 			controlPlaneInfrastructureRefName(in.Current.ControlPlane),
 		)
@@ -136,8 +136,8 @@ func nameWorker(in Input, w worker) (*workerNames, error) {
 func existingNames(name string, spec clusterv1.MachineSpec, bootstrap, infrastructure *unstructured.Unstructured) *workerNames {
 	return &workerNames{
 		object:         name,
-		bootstrap:      firstName(nameOf(bootstrap), spec.Bootstrap.ConfigRef.Name),
-		infrastructure: firstName(nameOf(infrastructure), spec.InfrastructureRef.Name),
+		bootstrap:      firstNonEmpty(nameOf(bootstrap), spec.Bootstrap.ConfigRef.Name),
+		infrastructure: firstNonEmpty(nameOf(infrastructure), spec.InfrastructureRef.Name),
 	}
 }
 
@@ -153,22 +153,6 @@ func render(in Input, field, nameTemplate, defaultTemplate string, data map[stri
 			in.Class.Namespace, in.Class.Name, field, nameTemplate, err)
 	}
 	return name, nil
-}
-
-func nameOf(u *unstructured.Unstructured) string {
-	if u == nil {
-		return ""
-	}
-	return u.GetName()
-}
-
-func firstName(candidates ...string) string {
-	for _, c := range candidates {
-		if c != "" {
-			return c
-		}
-	}
-	return ""
 }
 
 // controlPlaneInfrastructureRefName is the name of the machine template a

@@ -2,6 +2,7 @@ package desired
 
 import (
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/contract"
 	"capstan.dev/capstan/internal/plan"
 )
 
@@ -49,8 +50,8 @@ func build(in Input, bp *blueprint, n objectNames, upgrade plan.TopologyUpgrade)
 		cluster.Annotations = merged(cluster.Annotations, nil)
 		delete(cluster.Annotations, UpgradeStepAnnotation)
 	}
-	cluster.Spec.InfrastructureRef = referenceTo(state.InfrastructureCluster)
-	cluster.Spec.ControlPlaneRef = referenceTo(state.ControlPlane)
+	cluster.Spec.InfrastructureRef = contract.ReferenceTo(state.InfrastructureCluster)
+	cluster.Spec.ControlPlaneRef = contract.ReferenceTo(state.ControlPlane)
 	state.Cluster = cluster
 	return state, nil
 }

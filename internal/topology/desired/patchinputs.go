@@ -20,7 +20,16 @@ import (
 // defaults, the part's overrides, and the builtin variables describing the
 // objects as built before the patches (unpatched).
 func patchInputs(in Input, bp *blueprint, unpatched *State) ([]*topology.Template, error) {
-	defs := definitions(in.Class)
+	defs, err := definitions(in.Class)
+	if err != nil {
+		return nil, err
+	}
+	// The admission webhook refuses bad values; one that got past it (the
+	// webhook was down, the class changed since) stops the computation
+	// with the variable and the rule named rather than reach the objects.
+	if errs := variables.ValidateCluster(defs, in.Cluster, nil); len(errs) > 0 {
+		return nil, fmt.Errorf("the Cluster's variables do not match ClusterClass %s/%s: %w", in.Class.Namespace, in.Class.Name, errs.ToAggregate())
+	}
 	topo := in.Cluster.Spec.Topology
 	values, errs := variables.Default(defs, topo.Variables, field.NewPath("spec", "topology", "variables"))
 	if len(errs) > 0 {
@@ -53,51 +62,47 @@ func patchInputs(in Input, bp *blueprint, unpatched *State) ([]*topology.Templat
 		out = append(out, &topology.Template{Role: topology.ControlPlaneMachineInfrastructure, Object: bp.controlPlaneMachineInfrastructure, Variables: cpVars})
 	}
 
-	for i, md := range bp.machineDeployments {
+	// A worker's two templates see the same variables.
+	pair := func(bootstrapRole, infrastructureRole topology.Role, class, name string, bootstrap, infrastructure *unstructured.Unstructured, vars map[string]apiextensionsv1.JSON) {
+		out = append(out,
+			&topology.Template{Role: bootstrapRole, Class: class, Topology: name, Object: bootstrap, Variables: vars},
+			&topology.Template{Role: infrastructureRole, Class: class, Topology: name, Object: infrastructure, Variables: vars})
+	}
+	for _, md := range bp.machineDeployments {
 		builtins := global
-		builtins.MachineDeployment = deploymentBuiltins(md, unpatched.MachineDeployments[md.topology.Name])
-		vars, err := valuesFor(md.topology.Variables.Overrides, field.NewPath("spec", "topology", "workers", "machineDeployments").Index(i).Child("variables", "overrides"), builtins)
+		d := unpatched.MachineDeployments[md.topology.Name]
+		builtins.MachineDeployment = workerBuiltins(md.class.Class, md.topology.Name, d.Object.ObjectMeta, d.Object.Spec.Replicas, d.Object.Spec.Template.Spec, d.Bootstrap, d.Infrastructure)
+		vars, err := valuesFor(md.topology.Variables.Overrides, field.NewPath("spec", "topology", "workers", "machineDeployments").Index(md.index).Child("variables", "overrides"), builtins)
 		if err != nil {
 			return nil, fmt.Errorf("MachineDeployment topology %q: %w", md.topology.Name, err)
 		}
-		out = append(out,
-			&topology.Template{Role: topology.MachineDeploymentBootstrap, Class: md.class.Class, Topology: md.topology.Name, Object: md.bootstrap, Variables: vars},
-			&topology.Template{Role: topology.MachineDeploymentInfrastructure, Class: md.class.Class, Topology: md.topology.Name, Object: md.infrastructure, Variables: vars})
+		pair(topology.MachineDeploymentBootstrap, topology.MachineDeploymentInfrastructure, md.class.Class, md.topology.Name, md.bootstrap, md.infrastructure, vars)
 	}
-	for i, mp := range bp.machinePools {
+	for _, mp := range bp.machinePools {
 		builtins := global
-		builtins.MachinePool = poolBuiltins(mp, unpatched.MachinePools[mp.topology.Name])
-		vars, err := valuesFor(mp.topology.Variables.Overrides, field.NewPath("spec", "topology", "workers", "machinePools").Index(i).Child("variables", "overrides"), builtins)
+		p := unpatched.MachinePools[mp.topology.Name]
+		builtins.MachinePool = workerBuiltins(mp.class.Class, mp.topology.Name, p.Object.ObjectMeta, p.Object.Spec.Replicas, p.Object.Spec.Template.Spec, p.Bootstrap, p.Infrastructure)
+		vars, err := valuesFor(mp.topology.Variables.Overrides, field.NewPath("spec", "topology", "workers", "machinePools").Index(mp.index).Child("variables", "overrides"), builtins)
 		if err != nil {
 			return nil, fmt.Errorf("MachinePool topology %q: %w", mp.topology.Name, err)
 		}
-		out = append(out,
-			&topology.Template{Role: topology.MachinePoolBootstrap, Class: mp.class.Class, Topology: mp.topology.Name, Object: mp.bootstrap, Variables: vars},
-			&topology.Template{Role: topology.MachinePoolInfrastructure, Class: mp.class.Class, Topology: mp.topology.Name, Object: mp.infrastructure, Variables: vars})
+		pair(topology.MachinePoolBootstrap, topology.MachinePoolInfrastructure, mp.class.Class, mp.topology.Name, mp.bootstrap, mp.infrastructure, vars)
 	}
 	return out, nil
 }
 
 // definitions are the class's variable definitions: its status, which the
-// ClusterClass controller fills, or, before it has, the class's own inline
-// ones.
-func definitions(class *clusterv1.ClusterClass) []clusterv1.ClusterClassStatusVariable {
-	if len(class.Status.Variables) > 0 || len(class.Spec.Variables) == 0 {
-		return class.Status.Variables
+// ClusterClass controller fills, when it describes the class's current
+// generation; the class's own inline ones, checked, before it does.
+func definitions(class *clusterv1.ClusterClass) ([]clusterv1.ClusterClassStatusVariable, error) {
+	if class.Status.ObservedGeneration == class.Generation && (len(class.Status.Variables) > 0 || len(class.Spec.Variables) == 0) {
+		return class.Status.Variables, nil
 	}
-	out := make([]clusterv1.ClusterClassStatusVariable, 0, len(class.Spec.Variables))
-	for _, v := range class.Spec.Variables {
-		out = append(out, clusterv1.ClusterClassStatusVariable{
-			Name: v.Name,
-			Definitions: []clusterv1.ClusterClassStatusVariableDefinition{{
-				From:                      variables.InlineDefinitionFrom,
-				Required:                  v.Required,
-				DeprecatedV1Beta1Metadata: v.DeprecatedV1Beta1Metadata,
-				Schema:                    v.Schema,
-			}},
-		})
+	defs, errs := variables.Definitions(class)
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("ClusterClass %s/%s has variables that cannot be used: %w", class.Namespace, class.Name, errs.ToAggregate())
 	}
-	return out
+	return defs, nil
 }
 
 func clusterBuiltins(cluster *clusterv1.Cluster) *variables.ClusterBuiltins {
@@ -141,18 +146,10 @@ func controlPlaneBuiltins(in Input, s *State) *variables.ControlPlaneBuiltins {
 	return b
 }
 
-func deploymentBuiltins(md *deploymentBlueprint, s *MachineDeployment) *variables.MachineDeploymentBuiltins {
-	return workerBuiltins(md.class.Class, md.topology.Name, s.Object.ObjectMeta, s.Object.Spec.Replicas, s.Object.Spec.Template.Spec, s.Bootstrap, s.Infrastructure)
-}
-
-// poolBuiltins are a MachinePool's, which have a MachineDeployment's shape.
-func poolBuiltins(mp *poolBlueprint, s *MachinePool) *variables.MachinePoolBuiltins {
-	b := variables.MachinePoolBuiltins(*workerBuiltins(mp.class.Class, mp.topology.Name, s.Object.ObjectMeta, s.Object.Spec.Replicas, s.Object.Spec.Template.Spec, s.Bootstrap, s.Infrastructure))
-	return &b
-}
-
-func workerBuiltins(class, topologyName string, meta metav1.ObjectMeta, replicas *int32, spec clusterv1.MachineSpec, bootstrap, infrastructure *unstructured.Unstructured) *variables.MachineDeploymentBuiltins {
-	b := &variables.MachineDeploymentBuiltins{
+// workerBuiltins are builtin.machineDeployment or builtin.machinePool: the
+// worker as built before the patches.
+func workerBuiltins(class, topologyName string, meta metav1.ObjectMeta, replicas *int32, spec clusterv1.MachineSpec, bootstrap, infrastructure *unstructured.Unstructured) *variables.WorkerBuiltins {
+	b := &variables.WorkerBuiltins{
 		Version:           spec.Version,
 		Metadata:          builtinMetadata(meta.Labels, meta.Annotations),
 		Class:             class,

@@ -38,15 +38,17 @@ func buildMachineDeployment(in Input, md *deploymentBlueprint, n *workerNames, v
 	if topology.Rollout != (clusterv1.MachineDeploymentTopologyRolloutSpec{}) {
 		rollout = clusterv1.MachineDeploymentRolloutSpec{After: topology.Rollout.After, Strategy: rolloutStrategy(topology.Rollout.Strategy)}
 	}
-	deletion := class.Deletion
+	order := class.Deletion.Order
 	if topology.Deletion.Order != "" {
-		deletion.Order = topology.Deletion.Order
-	}
-	failureDomain := class.FailureDomain
-	if topology.FailureDomain != "" {
-		failureDomain = topology.FailureDomain
+		order = topology.Deletion.Order
 	}
 
+	template := machineTemplate(in, labels, annotations, version, bootstrap, infrastructure)
+	template.Spec.FailureDomain = firstNonEmpty(topology.FailureDomain, class.FailureDomain)
+	template.Spec.MinReadySeconds = firstPtr(topology.MinReadySeconds, class.MinReadySeconds)
+	template.Spec.ReadinessGates = firstSet(topology.ReadinessGates, class.ReadinessGates)
+	template.Spec.Taints = firstSet(topology.Taints, class.Taints)
+	template.Spec.Deletion = deletionTimeouts(deploymentTimeouts(topology.Deletion), deploymentTimeouts(class.Deletion))
 	obj := &clusterv1.MachineDeployment{
 		TypeMeta: metav1.TypeMeta{APIVersion: clusterv1.GroupVersion.String(), Kind: clusterv1.MachineDeploymentKind},
 		ObjectMeta: metav1.ObjectMeta{
@@ -69,21 +71,8 @@ func buildMachineDeployment(in Input, md *deploymentBlueprint, n *workerNames, v
 			Remediation: clusterv1.MachineDeploymentRemediationSpec{
 				MaxInFlight: firstPtr(topology.HealthCheck.Remediation.MaxInFlight, class.HealthCheck.Remediation.MaxInFlight),
 			},
-			Deletion: clusterv1.MachineDeploymentDeletionSpec{Order: deletion.Order},
-			Template: clusterv1.MachineTemplateSpec{
-				ObjectMeta: clusterv1.ObjectMeta{Labels: labels, Annotations: annotations},
-				Spec: clusterv1.MachineSpec{
-					ClusterName:       in.Cluster.Name,
-					Version:           version,
-					Bootstrap:         clusterv1.Bootstrap{ConfigRef: referenceTo(bootstrap)},
-					InfrastructureRef: referenceTo(infrastructure),
-					FailureDomain:     failureDomain,
-					MinReadySeconds:   firstPtr(topology.MinReadySeconds, class.MinReadySeconds),
-					ReadinessGates:    firstSet(topology.ReadinessGates, class.ReadinessGates),
-					Taints:            firstSet(topology.Taints, class.Taints),
-					Deletion:          deletionTimeouts(deploymentTimeouts(topology.Deletion), deploymentTimeouts(class.Deletion)),
-				},
-			},
+			Deletion: clusterv1.MachineDeploymentDeletionSpec{Order: order},
+			Template: template,
 		},
 	}
 	return &MachineDeployment{
@@ -119,6 +108,10 @@ func buildMachinePool(in Input, mp *poolBlueprint, n *workerNames, version strin
 		return nil, err
 	}
 	labels, annotations := workerMetadata(in, class.Metadata, topology.Metadata, clusterv1.ClusterTopologyMachinePoolNameLabel, topology.Name)
+	template := machineTemplate(in, labels, annotations, version, bootstrap, infrastructure)
+	template.Spec.MinReadySeconds = firstPtr(topology.MinReadySeconds, class.MinReadySeconds)
+	template.Spec.Taints = firstSet(topology.Taints, class.Taints)
+	template.Spec.Deletion = deletionTimeouts(clusterv1.MachineDeletionSpec(topology.Deletion), clusterv1.MachineDeletionSpec(class.Deletion))
 	obj := &clusterv1.MachinePool{
 		TypeMeta: metav1.TypeMeta{APIVersion: clusterv1.GroupVersion.String(), Kind: clusterv1.MachinePoolKind},
 		ObjectMeta: metav1.ObjectMeta{
@@ -131,21 +124,25 @@ func buildMachinePool(in Input, mp *poolBlueprint, n *workerNames, version strin
 			ClusterName:    in.Cluster.Name,
 			Replicas:       topology.Replicas,
 			FailureDomains: firstSet(topology.FailureDomains, class.FailureDomains),
-			Template: clusterv1.MachineTemplateSpec{
-				ObjectMeta: clusterv1.ObjectMeta{Labels: labels, Annotations: annotations},
-				Spec: clusterv1.MachineSpec{
-					ClusterName:       in.Cluster.Name,
-					Version:           version,
-					Bootstrap:         clusterv1.Bootstrap{ConfigRef: referenceTo(bootstrap)},
-					InfrastructureRef: referenceTo(infrastructure),
-					MinReadySeconds:   firstPtr(topology.MinReadySeconds, class.MinReadySeconds),
-					Taints:            firstSet(topology.Taints, class.Taints),
-					Deletion:          deletionTimeouts(clusterv1.MachineDeletionSpec(topology.Deletion), clusterv1.MachineDeletionSpec(class.Deletion)),
-				},
-			},
+			Template:       template,
 		},
 	}
 	return &MachinePool{Object: obj, Bootstrap: bootstrap, Infrastructure: infrastructure}, nil
+}
+
+// machineTemplate is what a worker's Machines are made from: the worker's
+// metadata, the version and the references to its bootstrap and
+// infrastructure objects; the caller adds what its kind supports.
+func machineTemplate(in Input, labels, annotations map[string]string, version string, bootstrap, infrastructure *unstructured.Unstructured) clusterv1.MachineTemplateSpec {
+	return clusterv1.MachineTemplateSpec{
+		ObjectMeta: clusterv1.ObjectMeta{Labels: labels, Annotations: annotations},
+		Spec: clusterv1.MachineSpec{
+			ClusterName:       in.Cluster.Name,
+			Version:           version,
+			Bootstrap:         clusterv1.Bootstrap{ConfigRef: contract.ReferenceTo(bootstrap)},
+			InfrastructureRef: contract.ReferenceTo(infrastructure),
+		},
+	}
 }
 
 // deletionTimeouts are the Machines' deletion timeouts: the topology's, each
@@ -166,9 +163,4 @@ func deploymentTimeouts(d clusterv1.MachineDeploymentTopologyMachineDeletionSpec
 		NodeVolumeDetachTimeoutSeconds: d.NodeVolumeDetachTimeoutSeconds,
 		NodeDeletionTimeoutSeconds:     d.NodeDeletionTimeoutSeconds,
 	}
-}
-
-// referenceTo is the version-less reference to obj the contract uses.
-func referenceTo(obj *unstructured.Unstructured) clusterv1.ContractVersionedObjectReference {
-	return contract.ReferenceTo(obj)
 }

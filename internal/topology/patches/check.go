@@ -8,8 +8,6 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/utils/ptr"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 )
@@ -20,68 +18,6 @@ const (
 	OpReplace = "replace"
 	OpRemove  = "remove"
 )
-
-// Validate checks what can be checked in a class's patches without a
-// Cluster: names unique, exactly one of definitions and external, the Go
-// templates parse, and every jsonPatch (op, path, value) and selector class
-// name as checkJSONPatch and checkClassName say. It does not check that
-// variables exist or that selectors match the class's templates: that needs
-// the class's variables and templates. The errors name the field and what
-// to write instead.
-func Validate(patches []clusterv1.ClusterClassPatch, fldPath *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	seen := map[string]bool{}
-	for i, p := range patches {
-		at := fldPath.Index(i)
-		if seen[p.Name] {
-			errs = append(errs, field.Duplicate(at.Child("name"), p.Name))
-		}
-		seen[p.Name] = true
-		if p.EnabledIf != "" {
-			if _, err := parseTemplate(p.EnabledIf); err != nil {
-				errs = append(errs, field.Invalid(at.Child("enabledIf"), p.EnabledIf, err.Error()))
-			}
-		}
-		if err := checkKind(p); err != nil {
-			errs = append(errs, field.Invalid(at, p.Name, err.Error()))
-		}
-		for j, d := range p.Definitions {
-			errs = append(errs, validateSelector(d.Selector, at.Child("definitions").Index(j).Child("selector"))...)
-			for k, jp := range d.JSONPatches {
-				if err := checkJSONPatch(jp); err != nil {
-					errs = append(errs, field.Invalid(at.Child("definitions").Index(j).Child("jsonPatches").Index(k), jp.Path, err.Error()))
-				}
-			}
-		}
-	}
-	return errs
-}
-
-func validateSelector(s clusterv1.PatchSelector, at *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	m := s.MatchResources
-	if !ptr.Deref(m.ControlPlane, false) && !ptr.Deref(m.InfrastructureCluster, false) &&
-		(m.MachineDeploymentClass == nil || len(m.MachineDeploymentClass.Names) == 0) &&
-		(m.MachinePoolClass == nil || len(m.MachinePoolClass.Names) == 0) {
-		errs = append(errs, field.Required(at.Child("matchResources"),
-			"the selector matches nothing: set controlPlane or infrastructureCluster to true, or name classes in machineDeploymentClass or machinePoolClass"))
-	}
-	if m.MachineDeploymentClass != nil {
-		for i, name := range m.MachineDeploymentClass.Names {
-			if err := checkClassName(name); err != nil {
-				errs = append(errs, field.Invalid(at.Child("matchResources", "machineDeploymentClass", "names").Index(i), name, err.Error()))
-			}
-		}
-	}
-	if m.MachinePoolClass != nil {
-		for i, name := range m.MachinePoolClass.Names {
-			if err := checkClassName(name); err != nil {
-				errs = append(errs, field.Invalid(at.Child("matchResources", "machinePoolClass", "names").Index(i), name, err.Error()))
-			}
-		}
-	}
-	return errs
-}
 
 // checkKind refuses a patch that is neither inline nor external, or both.
 func checkKind(p clusterv1.ClusterClassPatch) error {

@@ -17,6 +17,10 @@
 // refuses a class that has one with an *UnsupportedError, so that the caller
 // can say so in a condition rather than produce templates without them.
 //
-// Pure: no client, no clock, no I/O. Validate gives the same static checks
-// for an admission webhook.
+// ValidateClass gives an admission webhook the checks Apply makes before it
+// changes anything, plus those that need the class (selectors that pick one
+// of its templates, variables it defines, builtin variables that exist);
+// Validate the ones that need the patches only.
+//
+// Pure: no client, no clock, no I/O.
 package patches

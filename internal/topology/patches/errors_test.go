@@ -104,7 +104,7 @@ func TestApplyIsAllOrNothing(t *testing.T) {
   - selector: {apiVersion: infrastructure.cluster.x-k8s.io/v1beta2, kind: LocalMachineTemplate, matchResources: {machineDeploymentClass: {names: ["*"]}}}
     jsonPatches:
     - {op: add, path: /spec/template/spec/gpu, valueFrom: {variable: gpu}}`)
-	templates[6].Variables = variables(t, `{gpu: {count: 1}}`) // md-gpu-machine has it; md-default-machine does not
+	templates[6].Variables = variablesOf(t, `{gpu: {count: 1}}`) // md-gpu-machine has it; md-default-machine does not
 	err := Apply(patches, templates)
 	var perr *Error
 	if !errors.As(err, &perr) || perr.Patch != "gpu-only-variable" || !strings.Contains(perr.Template, `"md-default-machine"`) {

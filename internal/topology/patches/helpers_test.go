@@ -34,8 +34,8 @@ func object(t testing.TB, manifest string) *unstructured.Unstructured {
 	return u
 }
 
-// variables reads a template's variables from a YAML object, one variable per key.
-func variables(t testing.TB, manifest string) map[string]apiextensionsv1.JSON {
+// variablesOf reads a template's variables from a YAML object, one variable per key.
+func variablesOf(t testing.TB, manifest string) map[string]apiextensionsv1.JSON {
 	t.Helper()
 	var values map[string]any
 	if err := yaml.Unmarshal([]byte(manifest), &values); err != nil {
@@ -74,7 +74,7 @@ func newTemplate(t testing.TB, role topology.Role, class, apiVersion, kind, name
 	if class != "" {
 		topologyName = class + "-topology"
 	}
-	return &topology.Template{Role: role, Class: class, Topology: topologyName, Object: obj, Variables: variables(t, vars)}
+	return &topology.Template{Role: role, Class: class, Topology: topologyName, Object: obj, Variables: variablesOf(t, vars)}
 }
 
 // fieldOf reads a nested field of a template's object, failing the test if it is absent.
