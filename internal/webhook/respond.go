@@ -56,23 +56,38 @@ const (
 func (s *Server) class(ctx context.Context, key types.NamespacedName) (*clusterv1.ClusterClass, classState, error) {
 	cc := &clusterv1.ClusterClass{}
 	state := classNotFound
+	seen := false // whether a read ever answered
 	var readErr error
 	_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, classWait, true, func(ctx context.Context) (bool, error) {
-		readErr = s.client.Get(ctx, key, cc)
+		err := s.client.Get(ctx, key, cc)
+		if apierrors.IsNotFound(err) {
+			// The cache may not hold it (a filtered cache, or a class
+			// created a moment ago).
+			err = s.live.Get(ctx, key, cc)
+		}
 		switch {
-		case apierrors.IsNotFound(readErr):
-			state, readErr = classNotFound, nil
+		case apierrors.IsNotFound(err):
+			state, seen = classNotFound, true
 			return false, nil
-		case readErr != nil:
+		case err != nil:
+			// A read cut short by the wait's own deadline says nothing.
+			if ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
+				readErr = err
+			}
 			return false, nil
-		case !reconciled(cc):
+		}
+		seen = true
+		if !reconciled(cc) {
 			state = classNotReconcil
 			return false, nil
 		}
 		state = classReady
 		return true, nil
 	})
-	if readErr != nil {
+	if !seen {
+		if readErr == nil {
+			readErr = errors.New("no answer within " + classWait.String())
+		}
 		return nil, state, fmt.Errorf("reading ClusterClass %s: %w", key, readErr)
 	}
 	if state == classNotFound {
@@ -100,10 +115,22 @@ func classWarning(key types.NamespacedName, state classState) string {
 // sorted by namespace and name.
 func (s *Server) clustersUsing(ctx context.Context, cc *clusterv1.ClusterClass) ([]clusterv1.Cluster, error) {
 	list := &clusterv1.ClusterList{}
-	if err := s.client.List(ctx, list, index.UsingClass(cc.Namespace, cc.Name)); err != nil {
+	var err error
+	if s.opts.FilteredCache {
+		err = s.live.List(ctx, list)
+	} else {
+		err = s.client.List(ctx, list, index.UsingClass(cc.Namespace, cc.Name))
+	}
+	if err != nil {
 		return nil, fmt.Errorf("listing the Clusters that use ClusterClass %s/%s: %w", cc.Namespace, cc.Name, err)
 	}
-	items := list.Items
+	key := types.NamespacedName{Namespace: cc.Namespace, Name: cc.Name}
+	var items []clusterv1.Cluster
+	for _, c := range list.Items {
+		if c.GetClassKey() == key {
+			items = append(items, c)
+		}
+	}
 	sort.Slice(items, func(i, j int) bool {
 		return client.ObjectKeyFromObject(&items[i]).String() < client.ObjectKeyFromObject(&items[j]).String()
 	})
