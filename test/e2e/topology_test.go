@@ -145,7 +145,7 @@ spec:
           variable: workerBootDelay
 `
 
-const topologyCluster = `
+const inMemoryTopologyCluster = `
 apiVersion: cluster.x-k8s.io/v1beta2
 kind: Cluster
 metadata:
@@ -185,7 +185,7 @@ func TestTopologyClusterOnTheInMemoryProvider(t *testing.T) {
 		t.Fatal(err)
 	}
 	classReconciled(t, c, "default", "sim")
-	if err := apply(c, topologyCluster); err != nil {
+	if err := apply(c, inMemoryTopologyCluster); err != nil {
 		t.Fatal(err)
 	}
 	key := client.ObjectKey{Namespace: "default", Name: "topo"}
