@@ -11,6 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 )
 
 // Coalesced maps events to requests like handler.EnqueueRequestsFromMapFunc,
@@ -40,4 +42,15 @@ func Coalesced(delay time.Duration, fn handler.MapFunc) handler.EventHandler {
 			add(ctx, e.Object, q)
 		},
 	}
+}
+
+// ClusterOfLabel maps an object to the Cluster its cluster-name label
+// names, in its namespace; to nothing without the label. It is the
+// handler.MapFunc of the controllers that reconcile Clusters.
+func ClusterOfLabel(_ context.Context, obj client.Object) []reconcile.Request {
+	name := obj.GetLabels()[clusterv1.ClusterNameLabel]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}}}
 }

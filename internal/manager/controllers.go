@@ -11,6 +11,7 @@ import (
 	clustercontroller "capstan.dev/capstan/internal/controllers/cluster"
 	clusterclasscontroller "capstan.dev/capstan/internal/controllers/clusterclass"
 	clusterresourcesetcontroller "capstan.dev/capstan/internal/controllers/clusterresourceset"
+	clustertopologycontroller "capstan.dev/capstan/internal/controllers/clustertopology"
 	kubeadmconfigcontroller "capstan.dev/capstan/internal/controllers/kubeadmconfig"
 	kubeadmcontrolplanecontroller "capstan.dev/capstan/internal/controllers/kubeadmcontrolplane"
 	machinecontroller "capstan.dev/capstan/internal/controllers/machine"
@@ -53,6 +54,14 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		if _, err := webhook.Setup(ctx, mgr, hooks); err != nil {
 			return err
 		}
+	}
+	topologies := &clustertopologycontroller.Reconciler{
+		Client:   mgr.GetClient(),
+		Resolver: resolver,
+		Recorder: mgr.GetEventRecorder("clustertopology-controller"),
+	}
+	if err := topologies.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.concurrency(ClusterTopologyController)}); err != nil {
+		return err
 	}
 	machines := &machinecontroller.Reconciler{
 		Client:   mgr.GetClient(),

@@ -81,8 +81,11 @@ const DefaultConcurrency = 10
 
 // Controller names, as used in Options.Concurrency and in metrics.
 const (
-	ClusterController             = "cluster"
-	ClusterClassController        = "clusterclass"
+	ClusterController      = "cluster"
+	ClusterClassController = "clusterclass"
+	// ClusterTopologyController applies the managed topology of Clusters
+	// with spec.topology.
+	ClusterTopologyController     = "clustertopology"
 	MachineController             = "machine"
 	MachineSetController          = "machineset"
 	MachineDeploymentController   = "machinedeployment"

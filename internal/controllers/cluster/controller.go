@@ -69,14 +69,23 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		NewObject: func() *clusterv1.Cluster { return &clusterv1.Cluster{} },
 		Pacer:     pace.NewPacer(pace.DefaultStatusInterval),
 		Gate:      statusGate,
-		Options:   []patch.Option{patch.SoleStatusWriter()},
-		Scope:     r.scope,
-		Run:       r.run,
-		Report:    r.summarize,
+		// A managed Cluster's TopologyReconciled condition is the topology
+		// controller's: the conditions list of a topology Cluster is then
+		// written only over the version it was read from, so that a stale
+		// copy cannot drop or roll back that condition.
+		OptionsFor: func(c *clusterv1.Cluster) []patch.Option {
+			if c.Spec.Topology.IsDefined() {
+				return nil
+			}
+			return []patch.Option{patch.SoleStatusWriter()}
+		},
+		Scope:  r.scope,
+		Run:    r.run,
+		Report: r.summarize,
 	}
 	// Worker counters change with every Machine; a short delay folds a
 	// burst of changes into one status write.
-	toCluster := enqueue.Coalesced(summaryDelay, clusterOfLabel)
+	toCluster := enqueue.Coalesced(summaryDelay, enqueue.ClusterOfLabel)
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&clusterv1.Cluster{}).
 		Watches(&clusterv1.Machine{}, toCluster).
@@ -99,14 +108,6 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Handler:    handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &clusterv1.Cluster{}, handler.OnlyControllerOwner()),
 	}
 	return nil
-}
-
-func clusterOfLabel(_ context.Context, obj client.Object) []ctrl.Request {
-	name := obj.GetLabels()[clusterv1.ClusterNameLabel]
-	if name == "" {
-		return nil
-	}
-	return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}}}
 }
 
 // Reconcile brings one Cluster's status and owned objects up to date.
