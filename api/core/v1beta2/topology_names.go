@@ -36,6 +36,7 @@ const (
 
 // Reasons of the Cluster's TopologyReconciled condition.
 const (
+	ClusterTopologyReconcileSucceededReason                          = "ReconcileSucceeded"
 	ClusterTopologyReconciledFailedReason                            = "ReconcileFailed"
 	ClusterTopologyReconciledClusterCreatingReason                   = "ClusterCreating"
 	ClusterTopologyReconciledControlPlaneUpgradePendingReason        = "ControlPlaneUpgradePending"
@@ -49,4 +50,3 @@ const (
 	ClusterTopologyReconciledClusterUpgradingReason                  = "ClusterUpgrading"
 	ClusterTopologyReconciledClusterClassNotReconciledReason         = "ClusterClassNotReconciled"
 )
-

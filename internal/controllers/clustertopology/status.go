@@ -8,10 +8,6 @@ import (
 	"capstan.dev/capstan/internal/plan"
 )
 
-// reconcileSucceededReason is TopologyReconciled's reason when every object
-// matches the topology (upstream's value).
-const reconcileSucceededReason = "ReconcileSucceeded"
-
 // report sets what the topology owns of the Cluster's status: the
 // TopologyReconciled condition and the upgrade plans. The Cluster
 // controller writes the rest of the status; each patch carries only the
@@ -33,7 +29,7 @@ func (r *Reconciler) report(s *scope) {
 	case s.state.Upgrade.Reason != "":
 		cond.Reason, cond.Message = s.state.Upgrade.Reason, s.state.Upgrade.Message
 	default:
-		cond.Status, cond.Reason = metav1.ConditionTrue, reconcileSucceededReason
+		cond.Status, cond.Reason = metav1.ConditionTrue, clusterv1.ClusterTopologyReconcileSucceededReason
 	}
 	conditions.Set(c, cond)
 	if s.state != nil && s.err == nil {
