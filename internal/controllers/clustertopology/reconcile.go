@@ -20,6 +20,7 @@ import (
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/contract"
 	"capstan.dev/capstan/internal/kit"
+	"capstan.dev/capstan/internal/ssa"
 	"capstan.dev/capstan/internal/topology/desired"
 )
 
@@ -326,15 +327,7 @@ func (r *Reconciler) reconcileTemplate(ctx context.Context, s *scope, current, w
 // one: a value the topology sets differs, or the topology owned a field it
 // no longer sets.
 func specChanged(current, want *unstructured.Unstructured) bool {
-	if subset(want.Object["spec"], current.Object["spec"], []string{"spec"}) != "" {
-		return true
-	}
-	for _, owned := range contract.FieldsAppliedBy(current, FieldManager) {
-		if ownedSpec, ok := owned["f:spec"].(map[string]any); ok && ownedBeyond(ownedSpec, want.Object["spec"], []string{"spec"}) != "" {
-			return true
-		}
-	}
-	return false
+	return ssa.Change(want.Object, current.Object, contract.FieldsAppliedBy(current, FieldManager), "spec") != ""
 }
 
 // applyTracked applies obj and remembers what it wrote, for the cache wait
