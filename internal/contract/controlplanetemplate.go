@@ -27,7 +27,17 @@ func ControlPlaneMachineTemplateRef(u *unstructured.Unstructured) (clusterv1.Con
 }
 
 // SetControlPlaneMachineTemplateRef points a control plane at its Machines'
-// infrastructure template.
+// infrastructure template. An empty field is left out, as the reference's
+// JSON form leaves it out (a desired object may not have a name yet).
 func SetControlPlaneMachineTemplateRef(u *unstructured.Unstructured, ref clusterv1.ContractVersionedObjectReference) error {
-	return unstructured.SetNestedStringMap(u.Object, map[string]string{"apiGroup": ref.APIGroup, "kind": ref.Kind, "name": ref.Name}, specMachineTemplateInfrastructureRef...)
+	m := map[string]string{}
+	for key, value := range map[string]string{"apiGroup": ref.APIGroup, "kind": ref.Kind, "name": ref.Name} {
+		if value != "" {
+			m[key] = value
+		}
+	}
+	if err := unstructured.SetNestedStringMap(u.Object, m, specMachineTemplateInfrastructureRef...); err != nil {
+		return fmt.Errorf("%s %s: setting %s: %w", u.GetKind(), u.GetName(), specMachineTemplateInfrastructureRef, err)
+	}
+	return nil
 }

@@ -21,14 +21,13 @@ func (p fieldPath) with(more ...string) []string {
 // The control plane fields the topology sets, where the v1beta2 control
 // plane contract puts them (KubeadmControlPlane's spec among others).
 var (
-	pathVersion                          = fieldPath{"spec", "version"}
-	pathReplicas                         = fieldPath{"spec", "replicas"}
-	pathRolloutAfter                     = fieldPath{"spec", "rollout", "after"}
-	pathMachineTemplateMetadata          = fieldPath{"spec", "machineTemplate", "metadata"}
-	pathMachineTemplateInfrastructureRef = fieldPath{"spec", "machineTemplate", "spec", "infrastructureRef"}
-	pathMachineTemplateReadinessGates    = fieldPath{"spec", "machineTemplate", "spec", "readinessGates"}
-	pathMachineTemplateTaints            = fieldPath{"spec", "machineTemplate", "spec", "taints"}
-	pathMachineTemplateDeletion          = fieldPath{"spec", "machineTemplate", "spec", "deletion"}
+	pathVersion                       = fieldPath{"spec", "version"}
+	pathReplicas                      = fieldPath{"spec", "replicas"}
+	pathRolloutAfter                  = fieldPath{"spec", "rollout", "after"}
+	pathMachineTemplateMetadata       = fieldPath{"spec", "machineTemplate", "metadata"}
+	pathMachineTemplateReadinessGates = fieldPath{"spec", "machineTemplate", "spec", "readinessGates"}
+	pathMachineTemplateTaints         = fieldPath{"spec", "machineTemplate", "spec", "taints"}
+	pathMachineTemplateDeletion       = fieldPath{"spec", "machineTemplate", "spec", "deletion"}
 )
 
 // controlPlaneMetadata is the control plane's labels and annotations: the
@@ -60,7 +59,7 @@ func buildControlPlane(in Input, bp *blueprint, n objectNames, version string) (
 	if bp.controlPlaneMachineInfrastructure != nil {
 		t := bp.controlPlaneMachineInfrastructure
 		ref := clusterv1.ContractVersionedObjectReference{APIGroup: t.GroupVersionKind().Group, Kind: t.GetKind(), Name: n.controlPlaneMachineInfrastructure}
-		if err := set(ref, pathMachineTemplateInfrastructureRef...); err != nil {
+		if err := contract.SetControlPlaneMachineTemplateRef(cp, ref); err != nil {
 			return nil, err
 		}
 		// The Machines carry the control plane's labels and annotations,

@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/contract"
 	"capstan.dev/capstan/internal/names"
 )
 
@@ -161,6 +162,6 @@ func controlPlaneInfrastructureRefName(cp *unstructured.Unstructured) string {
 	if cp == nil {
 		return ""
 	}
-	name, _, _ := unstructured.NestedString(cp.Object, pathMachineTemplateInfrastructureRef.with("name")...)
-	return name
+	ref, _ := contract.ControlPlaneMachineTemplateRef(cp)
+	return ref.Name
 }
