@@ -14,19 +14,6 @@ import (
 	"capstan.dev/capstan/internal/contract"
 )
 
-// clusterOwner is the owner reference the topology puts on the objects only
-// it refers to (cloned templates, health checks, a pool's objects), so that
-// they go with the Cluster even if the object meant to refer to them never
-// does. Not a controller reference: the objects that use them take that.
-func clusterOwner(cluster *clusterv1.Cluster) metav1.OwnerReference {
-	return metav1.OwnerReference{
-		APIVersion: clusterv1.GroupVersion.String(),
-		Kind:       clusterv1.ClusterKind,
-		Name:       cluster.Name,
-		UID:        cluster.UID,
-	}
-}
-
 // objectFromTemplate makes the object a template describes (kind without
 // the Template suffix, same API version) in the Cluster's namespace: the
 // template's spec.template, the given labels and annotations over its
@@ -45,7 +32,7 @@ func objectFromTemplate(in Input, tmpl *unstructured.Unstructured, name string, 
 		Annotations: annotations,
 	}
 	if ownedByCluster {
-		clone.Owner = clusterOwner(in.Cluster)
+		clone.Owner = contract.ClusterOwner(in.Cluster)
 	}
 	obj, err := contract.FromTemplate(tmpl, gvk, clone)
 	if err != nil {
@@ -77,7 +64,7 @@ func templateFromTemplate(in Input, tmpl *unstructured.Unstructured, name string
 	annotations[clusterv1.TemplateClonedFromGroupKindAnnotation] = tmpl.GroupVersionKind().GroupKind().String()
 	out.SetAnnotations(annotations)
 
-	out.SetOwnerReferences([]metav1.OwnerReference{clusterOwner(in.Cluster)})
+	out.SetOwnerReferences([]metav1.OwnerReference{contract.ClusterOwner(in.Cluster)})
 	if spec, ok := tmpl.Object["spec"]; ok {
 		out.Object["spec"] = runtime.DeepCopyJSONValue(spec)
 	}

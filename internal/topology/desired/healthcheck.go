@@ -4,6 +4,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/contract"
 )
 
 // controlPlaneHealthCheck is the control plane's MachineHealthCheck, nil
@@ -81,7 +82,7 @@ func healthCheck(in Input, name string, selector map[string]string, checks clust
 				clusterv1.ClusterTopologyOwnedLabel: "",
 				clusterv1.ClusterNameLabel:          in.Cluster.Name,
 			},
-			OwnerReferences: []metav1.OwnerReference{clusterOwner(in.Cluster)},
+			OwnerReferences: []metav1.OwnerReference{contract.ClusterOwner(in.Cluster)},
 		},
 		Spec: clusterv1.MachineHealthCheckSpec{
 			ClusterName: in.Cluster.Name,
