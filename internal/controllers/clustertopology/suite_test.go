@@ -3,25 +3,20 @@ package clustertopology_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
-	"os"
 	"sync"
 	"testing"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/contract"
 	clustercontroller "capstan.dev/capstan/internal/controllers/cluster"
 	"capstan.dev/capstan/internal/controllers/clustertopology"
-	"capstan.dev/capstan/internal/scheme"
 	"capstan.dev/capstan/internal/testenv"
 	"capstan.dev/capstan/internal/topology/desired"
+	fx "capstan.dev/capstan/test/fixture"
 	"capstan.dev/capstan/test/provider"
 )
 
@@ -75,31 +70,9 @@ func computations(c *clusterv1.Cluster) int {
 // descendants): no MachineDeployment, MachineSet or provider controller
 // runs, so the objects the topology makes stay as it wrote them.
 func TestMain(m *testing.M) {
-	e, err := testenv.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	env = e
-	if os.Getenv("CAPSTAN_TEST_LOGS") != "" {
-		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
-	} else {
-		ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	code := func() int {
+	fx.MainWithManager(m, &env, func(ctx context.Context, mgr ctrl.Manager) error {
 		if err := provider.Install(ctx, env.Client); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-			Scheme:                 scheme.New(),
-			Metrics:                metricsserver.Options{BindAddress: "0"},
-			HealthProbeBindAddress: "0",
-		})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
+			return err
 		}
 		resolver := &contract.Resolver{Reader: mgr.GetClient()}
 		topology := &clustertopology.Reconciler{
@@ -109,24 +82,11 @@ func TestMain(m *testing.M) {
 			Compute:  testCompute,
 		}
 		if err := topology.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 4}); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
+			return err
 		}
 		clusters := &clustercontroller.Reconciler{Client: mgr.GetClient(), Resolver: resolver}
-		if err := clusters.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 4}); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		go func() {
-			if err := mgr.Start(ctx); err != nil {
-				fmt.Fprintln(os.Stderr, "manager:", err)
-			}
-		}()
-		return m.Run()
-	}()
-	cancel()
-	env.Stop()
-	os.Exit(code)
+		return clusters.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 4})
+	})
 }
 
 func get(t *testing.T, obj client.Object) {
