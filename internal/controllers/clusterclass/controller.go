@@ -25,6 +25,7 @@ import (
 	"capstan.dev/capstan/internal/kit"
 	"capstan.dev/capstan/internal/patch"
 	"capstan.dev/capstan/internal/pause"
+	"capstan.dev/capstan/internal/topology"
 	"capstan.dev/capstan/internal/topology/variables"
 )
 
@@ -101,7 +102,7 @@ func (r *Reconciler) crdToClasses(ctx context.Context, obj client.Object) []ctrl
 	var out []ctrl.Request
 	for _, cc := range r.classesIn(ctx) {
 		for _, ref := range templateRefs(&cc) {
-			if contract.CRDName(ref.gvk().Group, ref.ref.Kind) == obj.GetName() {
+			if contract.CRDName(ref.Ref.GroupVersionKind().Group, ref.Ref.Kind) == obj.GetName() {
 				out = append(out, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&cc)})
 				break
 			}
@@ -117,7 +118,7 @@ func (r *Reconciler) templateToClasses(ctx context.Context, obj client.Object) [
 	var out []ctrl.Request
 	for _, cc := range r.classesIn(ctx, client.InNamespace(obj.GetNamespace())) {
 		for _, ref := range templateRefs(&cc) {
-			if ref.ref.Name == obj.GetName() && ref.gvk().GroupKind() == gk {
+			if ref.Ref.Name == obj.GetName() && ref.Ref.GroupVersionKind().GroupKind() == gk {
 				out = append(out, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(&cc)})
 				break
 			}
@@ -162,43 +163,17 @@ func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
 	return kit.Steps(ctx, s, r.reconcileTemplates, r.reconcileVariables)
 }
 
-// classRef is one templateRef of a class, with the field that holds it.
-type classRef struct {
-	field string
-	ref   clusterv1.ClusterClassTemplateReference
-}
-
-func (c classRef) gvk() schema.GroupVersionKind { return c.ref.GroupVersionKind() }
-
 // templateRefs lists the class's template references in the order of its
 // spec, each template once even when several classes share it.
-func templateRefs(cc *clusterv1.ClusterClass) []classRef {
-	var out []classRef
+func templateRefs(cc *clusterv1.ClusterClass) []topology.ClassTemplateRef {
+	var out []topology.ClassTemplateRef
 	seen := map[string]bool{}
-	add := func(path string, ref clusterv1.ClusterClassTemplateReference) {
-		if !ref.IsDefined() {
-			return
+	for _, cr := range topology.ClassTemplateRefs(cc) {
+		key := cr.Ref.GroupVersionKind().GroupKind().String() + "/" + cr.Ref.Name
+		if !seen[key] {
+			seen[key] = true
+			out = append(out, cr)
 		}
-		key := ref.GroupVersionKind().GroupKind().String() + "/" + ref.Name
-		if seen[key] {
-			return
-		}
-		seen[key] = true
-		out = append(out, classRef{field: path, ref: ref})
-	}
-	spec := field.NewPath("spec")
-	add(spec.Child("infrastructure", "templateRef").String(), cc.Spec.Infrastructure.TemplateRef)
-	add(spec.Child("controlPlane", "templateRef").String(), cc.Spec.ControlPlane.TemplateRef)
-	add(spec.Child("controlPlane", "machineInfrastructure", "templateRef").String(), cc.Spec.ControlPlane.MachineInfrastructure.TemplateRef)
-	for _, md := range cc.Spec.Workers.MachineDeployments {
-		p := spec.Child("workers", "machineDeployments").Key(md.Class)
-		add(p.Child("bootstrap", "templateRef").String(), md.Bootstrap.TemplateRef)
-		add(p.Child("infrastructure", "templateRef").String(), md.Infrastructure.TemplateRef)
-	}
-	for _, mp := range cc.Spec.Workers.MachinePools {
-		p := spec.Child("workers", "machinePools").Key(mp.Class)
-		add(p.Child("bootstrap", "templateRef").String(), mp.Bootstrap.TemplateRef)
-		add(p.Child("infrastructure", "templateRef").String(), mp.Infrastructure.TemplateRef)
 	}
 	return out
 }
@@ -210,19 +185,19 @@ func (r *Reconciler) reconcileTemplates(ctx context.Context, s *scope) (time.Dur
 	owner := metav1.OwnerReference{APIVersion: clusterv1.GroupVersion.String(), Kind: clusterv1.ClusterClassKind, Name: s.cc.Name, UID: s.cc.UID}
 	var errs []error
 	for _, cr := range templateRefs(s.cc) {
-		gv, err := schema.ParseGroupVersion(cr.ref.APIVersion)
+		gv, err := schema.ParseGroupVersion(cr.Ref.APIVersion)
 		if err != nil {
-			errs = append(errs, kit.UserFix(fmt.Errorf("%s: apiVersion %q is not group/version: fix the reference", cr.field, cr.ref.APIVersion)))
+			errs = append(errs, kit.UserFix(fmt.Errorf("%s: apiVersion %q is not group/version: fix the reference", cr.Field, cr.Ref.APIVersion)))
 			continue
 		}
-		vref := clusterv1.ContractVersionedObjectReference{APIGroup: gv.Group, Kind: cr.ref.Kind, Name: cr.ref.Name}
+		vref := clusterv1.ContractVersionedObjectReference{APIGroup: gv.Group, Kind: cr.Ref.Kind, Name: cr.Ref.Name}
 		current, err := r.Resolver.GroupVersionKind(ctx, vref)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", cr.field, err))
+			errs = append(errs, fmt.Errorf("%s: %w", cr.Field, err))
 			continue
 		}
 		if current.Version != gv.Version {
-			s.outdated = append(s.outdated, outdatedRef{field: cr.field, kind: cr.ref.Kind, name: cr.ref.Name, version: gv.Version, current: current.Version})
+			s.outdated = append(s.outdated, outdatedRef{field: cr.Field, kind: cr.Ref.Kind, name: cr.Ref.Name, version: gv.Version, current: current.Version})
 		}
 		// The template is read at the contract's version: the one the class
 		// names may no longer be served.
@@ -233,7 +208,7 @@ func (r *Reconciler) reconcileTemplates(ctx context.Context, s *scope) (time.Dur
 			return nil
 		})
 		if apierrors.IsNotFound(err) {
-			err = kit.UserFix(fmt.Errorf("%s: %s %s does not exist in namespace %s: create it or fix the reference", cr.field, cr.ref.Kind, cr.ref.Name, s.cc.Namespace))
+			err = kit.UserFix(fmt.Errorf("%s: %s %s does not exist in namespace %s: create it or fix the reference", cr.Field, cr.Ref.Kind, cr.Ref.Name, s.cc.Namespace))
 		}
 		if err != nil {
 			errs = append(errs, err)

@@ -17,6 +17,7 @@ import (
 	"capstan.dev/capstan/internal/contract"
 	"capstan.dev/capstan/internal/index"
 	"capstan.dev/capstan/internal/kit"
+	"capstan.dev/capstan/internal/topology"
 	"capstan.dev/capstan/internal/topology/desired"
 )
 
@@ -106,35 +107,13 @@ func unsupported(class *clusterv1.ClusterClass) error {
 		class.Name, strings.Join(what, "; "))
 }
 
-// templateRefs lists every template reference of a class, with the field
-// that holds it.
-func templateRefs(class *clusterv1.ClusterClass) map[string]clusterv1.ClusterClassTemplateReference {
-	refs := map[string]clusterv1.ClusterClassTemplateReference{}
-	add := func(field string, ref clusterv1.ClusterClassTemplateReference) {
-		if ref.IsDefined() {
-			refs[field] = ref
-		}
-	}
-	add("spec.infrastructure.templateRef", class.Spec.Infrastructure.TemplateRef)
-	add("spec.controlPlane.templateRef", class.Spec.ControlPlane.TemplateRef)
-	add("spec.controlPlane.machineInfrastructure.templateRef", class.Spec.ControlPlane.MachineInfrastructure.TemplateRef)
-	for i, md := range class.Spec.Workers.MachineDeployments {
-		add(fmt.Sprintf("spec.workers.machineDeployments[%d].bootstrap.templateRef", i), md.Bootstrap.TemplateRef)
-		add(fmt.Sprintf("spec.workers.machineDeployments[%d].infrastructure.templateRef", i), md.Infrastructure.TemplateRef)
-	}
-	for i, mp := range class.Spec.Workers.MachinePools {
-		add(fmt.Sprintf("spec.workers.machinePools[%d].bootstrap.templateRef", i), mp.Bootstrap.TemplateRef)
-		add(fmt.Sprintf("spec.workers.machinePools[%d].infrastructure.templateRef", i), mp.Infrastructure.TemplateRef)
-	}
-	return refs
-}
-
 // classTemplates reads the templates the class references, each in the
 // version its provider's contract label names.
 func (r *Reconciler) classTemplates(ctx context.Context, class *clusterv1.ClusterClass) (map[desired.TemplateKey]*unstructured.Unstructured, error) {
 	out := map[desired.TemplateKey]*unstructured.Unstructured{}
 	var errs []error
-	for field, ref := range templateRefs(class) {
+	for _, cr := range topology.ClassTemplateRefs(class) {
+		field, ref := cr.Field, cr.Ref
 		if _, err := schema.ParseGroupVersion(ref.APIVersion); err != nil {
 			errs = append(errs, kit.UserFix(fmt.Errorf("ClusterClass %s %s: apiVersion %q: %w", class.Name, field, ref.APIVersion, err)))
 			continue
