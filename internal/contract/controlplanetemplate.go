@@ -30,14 +30,11 @@ func ControlPlaneMachineTemplateRef(u *unstructured.Unstructured) (clusterv1.Con
 // infrastructure template. An empty field is left out, as the reference's
 // JSON form leaves it out (a desired object may not have a name yet).
 func SetControlPlaneMachineTemplateRef(u *unstructured.Unstructured, ref clusterv1.ContractVersionedObjectReference) error {
-	m := map[string]string{}
+	m := map[string]any{}
 	for key, value := range map[string]string{"apiGroup": ref.APIGroup, "kind": ref.Kind, "name": ref.Name} {
 		if value != "" {
 			m[key] = value
 		}
 	}
-	if err := unstructured.SetNestedStringMap(u.Object, m, specMachineTemplateInfrastructureRef...); err != nil {
-		return fmt.Errorf("%s %s: setting %s: %w", u.GetKind(), u.GetName(), specMachineTemplateInfrastructureRef, err)
-	}
-	return nil
+	return setField(u, m, specMachineTemplateInfrastructureRef)
 }

@@ -1,6 +1,7 @@
 package contract
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 
@@ -46,6 +47,7 @@ var (
 	statusAvailableReplicas       = Path{"status", "availableReplicas"}
 	statusUpToDateReplicas        = Path{"status", "upToDateReplicas"}
 	statusVersion                 = Path{"status", "version"}
+	statusVersions                = Path{"status", "versions"}
 	statusSelector                = Path{"status", "selector"}
 )
 
@@ -255,6 +257,55 @@ func Version(u *unstructured.Unstructured) (string, error) {
 		return v, err
 	}
 	return optionalString(u, specVersion)
+}
+
+// DesiredVersion is a control plane's spec.version: the version it is
+// asked to run, whatever its Machines run yet.
+func DesiredVersion(u *unstructured.Unstructured) (string, error) {
+	return optionalString(u, specVersion)
+}
+
+// SetDesiredVersion asks a control plane to run version.
+func SetDesiredVersion(u *unstructured.Unstructured, version string) error {
+	return setField(u, version, specVersion)
+}
+
+// SetDesiredReplicas asks a control plane for n Machines.
+func SetDesiredReplicas(u *unstructured.Unstructured, n int32) error {
+	return setField(u, int64(n), specReplicas)
+}
+
+// ReportedVersions are the versions a control plane says its Machines run:
+// those of status.versions or, from a provider that reports only one,
+// status.version; none while its first Machines are being made. A
+// malformed field is reported as an error, with what the other one says.
+func ReportedVersions(u *unstructured.Unstructured) ([]string, error) {
+	var reported []string
+	list, _, err := unstructured.NestedSlice(u.Object, statusVersions...)
+	if err != nil {
+		err = fmt.Errorf("%s %s: %s: %w", u.GetKind(), u.GetName(), statusVersions, err)
+	}
+	for _, item := range list {
+		m, _ := item.(map[string]any)
+		if v, _ := m["version"].(string); v != "" {
+			reported = append(reported, v)
+		}
+	}
+	if len(reported) > 0 {
+		return reported, err
+	}
+	v, vErr := optionalString(u, statusVersion)
+	if v != "" {
+		reported = append(reported, v)
+	}
+	return reported, errors.Join(err, vErr)
+}
+
+func setField(u *unstructured.Unstructured, value any, path Path) error {
+	if err := unstructured.SetNestedField(u.Object, value, path...); err != nil {
+		return fmt.Errorf("%s %s: setting %s: %w", u.GetKind(), u.GetName(), path, err)
+	}
+	return nil
 }
 
 // Selector is a control plane's status.selector.

@@ -21,8 +21,6 @@ func (p fieldPath) with(more ...string) []string {
 // The control plane fields the topology sets, where the v1beta2 control
 // plane contract puts them (KubeadmControlPlane's spec among others).
 var (
-	pathVersion                       = fieldPath{"spec", "version"}
-	pathReplicas                      = fieldPath{"spec", "replicas"}
 	pathRolloutAfter                  = fieldPath{"spec", "rollout", "after"}
 	pathMachineTemplateMetadata       = fieldPath{"spec", "machineTemplate", "metadata"}
 	pathMachineTemplateReadinessGates = fieldPath{"spec", "machineTemplate", "spec", "readinessGates"}
@@ -77,7 +75,7 @@ func buildControlPlane(in Input, bp *blueprint, n objectNames, version string) (
 		}
 	}
 	if topology.Replicas != nil {
-		if err := set(*topology.Replicas, pathReplicas...); err != nil {
+		if err := contract.SetDesiredReplicas(cp, *topology.Replicas); err != nil {
 			return nil, err
 		}
 	}
@@ -112,7 +110,7 @@ func buildControlPlane(in Input, bp *blueprint, n objectNames, version string) (
 			}
 		}
 	}
-	if err := set(version, pathVersion...); err != nil {
+	if err := contract.SetDesiredVersion(cp, version); err != nil {
 		return nil, err
 	}
 	return cp, nil
@@ -127,20 +125,10 @@ func controlPlaneVersionState(cp *unstructured.Unstructured) plan.ControlPlaneVe
 		return plan.ControlPlaneVersionState{}
 	}
 	state := plan.ControlPlaneVersionState{Exists: true, Kind: cp.GetKind()}
-	state.Version, _, _ = unstructured.NestedString(cp.Object, pathVersion...)
-	var reported []string
-	versions, _, _ := unstructured.NestedSlice(cp.Object, "status", "versions")
-	for _, v := range versions {
-		m, _ := v.(map[string]any)
-		if got, _ := m["version"].(string); got != "" {
-			reported = append(reported, got)
-		}
-	}
-	if len(reported) == 0 {
-		if v, _, _ := unstructured.NestedString(cp.Object, "status", "version"); v != "" {
-			reported = append(reported, v)
-		}
-	}
+	// A field of the wrong type reads as unset: a compliant provider's
+	// schema does not let one be written.
+	state.Version, _ = contract.DesiredVersion(cp)
+	reported, _ := contract.ReportedVersions(cp)
 	state.Provisioning = len(reported) == 0
 	for _, v := range reported {
 		if v != state.Version {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/contract"
 	"capstan.dev/capstan/internal/topology"
 	"capstan.dev/capstan/internal/topology/variables"
 )
@@ -131,7 +132,7 @@ func clusterBuiltins(cluster *clusterv1.Cluster) *variables.ClusterBuiltins {
 
 func controlPlaneBuiltins(in Input, s *State) *variables.ControlPlaneBuiltins {
 	cp := s.ControlPlane
-	version, _, _ := unstructured.NestedString(cp.Object, pathVersion...)
+	version, _ := contract.DesiredVersion(cp)
 	b := &variables.ControlPlaneBuiltins{
 		Version:  version,
 		Name:     cp.GetName(),
