@@ -3,8 +3,6 @@ package machineset_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -19,13 +17,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/contract"
 	"capstan.dev/capstan/internal/controllers/machineset"
-	"capstan.dev/capstan/internal/scheme"
 	"capstan.dev/capstan/internal/testenv"
 	fx "capstan.dev/capstan/test/fixture"
 	"capstan.dev/capstan/test/provider"
@@ -37,51 +32,17 @@ var env *testenv.Env
 // controller alone: no Machine controller runs, so tests play its part
 // (setting Machine conditions, releasing the Machine finalizer).
 func TestMain(m *testing.M) {
-	e, err := testenv.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	env = e
-	if os.Getenv("CAPSTAN_TEST_LOGS") != "" {
-		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
-	} else {
-		ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	code := func() int {
+	fx.MainWithManager(m, &env, func(ctx context.Context, mgr ctrl.Manager) error {
 		if err := provider.Install(ctx, env.Client); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-			Scheme:                 scheme.New(),
-			Metrics:                metricsserver.Options{BindAddress: "0"},
-			HealthProbeBindAddress: "0",
-		})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
+			return err
 		}
 		r := &machineset.Reconciler{
 			Client:   mgr.GetClient(),
 			Resolver: &contract.Resolver{Reader: mgr.GetClient()},
 			Recorder: mgr.GetEventRecorder("machineset-controller"),
 		}
-		if err := r.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 4}); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		go func() {
-			if err := mgr.Start(ctx); err != nil {
-				fmt.Fprintln(os.Stderr, "manager:", err)
-			}
-		}()
-		return m.Run()
-	}()
-	cancel()
-	env.Stop()
-	os.Exit(code)
+		return r.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 4})
+	})
 }
 
 func get(t *testing.T, obj client.Object) {
