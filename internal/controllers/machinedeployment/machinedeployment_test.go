@@ -28,13 +28,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/controllers/machinedeployment"
 	"capstan.dev/capstan/internal/plan"
-	"capstan.dev/capstan/internal/scheme"
 	"capstan.dev/capstan/internal/testenv"
 	"capstan.dev/capstan/test/fixture"
 )
@@ -109,49 +107,17 @@ func (c countingStatus) Patch(ctx context.Context, obj client.Object, p client.P
 // MachineDeployment controller. No MachineSet controller runs: the tests
 // play its part by writing MachineSet status.
 func TestMain(m *testing.M) {
-	e, err := testenv.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	env = e
-	if os.Getenv("CAPSTAN_TEST_LOGS") != "" {
-		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
-	} else {
-		ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
-		// Events refused by namespaces the tests are deleting are noise.
-		klog.SetLogger(zap.New(zap.WriteTo(io.Discard)))
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	code := func() int {
-		mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-			Scheme:                 scheme.New(),
-			Metrics:                metricsserver.Options{BindAddress: "0"},
-			HealthProbeBindAddress: "0",
-		})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
+	fixture.MainWithManager(m, &env, func(ctx context.Context, mgr ctrl.Manager) error {
+		if os.Getenv("CAPSTAN_TEST_LOGS") == "" {
+			// Events refused by namespaces the tests are deleting are noise.
+			klog.SetLogger(zap.New(zap.WriteTo(io.Discard)))
 		}
 		r := &machinedeployment.Reconciler{Client: countingClient{mgr.GetClient()}, Recorder: mgr.GetEventRecorder("machinedeployment-controller")}
 		if err := r.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: 4}); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
+			return err
 		}
-		if err := releaseSetFinalizers(mgr); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		go func() {
-			if err := mgr.Start(ctx); err != nil {
-				fmt.Fprintln(os.Stderr, "manager:", err)
-			}
-		}()
-		return m.Run()
-	}()
-	cancel()
-	env.Stop()
-	os.Exit(code)
+		return releaseSetFinalizers(mgr)
+	})
 }
 
 // releaseSetFinalizers plays the one part of the MachineSet controller that
