@@ -43,6 +43,8 @@ func TestGenerateClusterGolden(t *testing.T) {
 		{"generate-default.golden", []string{"demo", "--kubernetes-version", "v1.35.8"}},
 		{"generate-ha.golden", []string{"prod", "--flavor", "ha", "--kubernetes-version", "v1.35.8", "-n", "prod-ns"}},
 		{"generate-ha-variables.golden", []string{"prod", "--flavor", "ha", "--list-variables", "--kubernetes-version", "v1.35.8"}},
+		{"generate-topology.golden", []string{"demo", "--flavor", "topology", "--kubernetes-version", "v1.35.8"}},
+		{"generate-topology-in-memory-variables.golden", []string{"sim", "--infrastructure", "in-memory", "--flavor", "topology", "--list-variables", "--kubernetes-version", "v1.35.8"}},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
 			out, errOut, err := runCapstan(t, append([]string{"generate", "cluster"}, tc.args...)...)
