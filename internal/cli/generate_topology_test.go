@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
@@ -98,7 +99,8 @@ func setTopologyVariable(vars []clusterv1.ClusterVariable, name, value string) [
 // server, applying it again changes nothing, and the class's patches apply
 // cleanly through desired.Compute for the generated Cluster (with a second
 // MachineDeployment of the other worker class and variables changed), giving
-// objects the API server accepts (server-side apply, dry run).
+// objects the API server accepts (server-side apply, dry run); describe
+// cluster shows the Cluster's class and its TopologyReconciled condition.
 func TestGeneratedTopologyAppliesAndComputes(t *testing.T) {
 	isolateTemplateVariables(t)
 	ctx := context.Background()
@@ -144,6 +146,22 @@ func TestGeneratedTopologyAppliesAndComputes(t *testing.T) {
 			if topo.ClassRef.Name != in.Class.Name || topo.Version != "v1.35.8" || ptr.Deref(topo.ControlPlane.Replicas, 0) != 3 ||
 				len(topo.Workers.MachineDeployments) != 1 || ptr.Deref(topo.Workers.MachineDeployments[0].Replicas, 0) != 4 {
 				t.Errorf("stored topology %+v: want class %s, version v1.35.8, 3 control-plane machines, one MachineDeployment of 4", topo, in.Class.Name)
+			}
+
+			// describe cluster shows the class and, once the topology
+			// controller reports it, the TopologyReconciled condition.
+			cluster.Status.Conditions = []metav1.Condition{{Type: clusterv1.ClusterTopologyReconciledCondition, Status: metav1.ConditionFalse,
+				Reason: clusterv1.ClusterTopologyReconciledClusterCreatingReason, Message: "creating the topology's objects", LastTransitionTime: metav1.Now()}}
+			if err := c.Status().Update(ctx, cluster); err != nil {
+				t.Fatal(err)
+			}
+			described, _, err := runCapstan(t, "describe", "cluster", "topo", "-n", ns, "--kubeconfig", envKubeconfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(described, "Topology - ClusterClass/"+ns+"/"+in.Class.Name+", v1.35.8") ||
+				!strings.Contains(described, "TopologyReconciled: False") || !strings.Contains(described, "creating the topology's objects") {
+				t.Errorf("describe cluster does not show the class and the TopologyReconciled condition:\n%s", described)
 			}
 
 			// The stored Cluster (its uid owns the cloned templates), with a
