@@ -48,6 +48,10 @@ type Config struct {
 	Timeout time.Duration
 	// Progress, when set, gets a line now and then while waiting.
 	Progress io.Writer
+	// Topology makes each cluster a managed topology of one shared
+	// ClusterClass of the same shape (TopologyManifests) instead of the
+	// objects a generated manifest holds.
+	Topology bool
 }
 
 // Result is what a run measured.
@@ -81,6 +85,12 @@ type Result struct {
 	ManagerCPUSeconds       float64            `json:"managerCPUSeconds"`
 	ManagerPeakRSSMiB       float64            `json:"managerPeakRSSMiB"`
 	ObjectsPerCluster       map[string]float64 `json:"objectsPerCluster"`
+	// Topology runs: TopologyAppliesPerMachine are the server-side applies
+	// of objects (not of a status) per Machine, which only the topology
+	// controller makes: its share of the writes, but for its patches of
+	// the Cluster and its deletions of templates.
+	Topology                  bool    `json:"topology,omitempty"`
+	TopologyAppliesPerMachine float64 `json:"topologyAppliesPerMachine,omitempty"`
 }
 
 // Run starts a plane (unless cfg.Kubeconfig), runs the manager with the
@@ -132,6 +142,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		ns = fmt.Sprintf("bench-%d", time.Now().Unix())
 	}
 	objs, err := Manifests(ns, cfg.Clusters, cfg.Workers)
+	sharedCount := 1
+	if cfg.Topology {
+		objs, sharedCount, err = TopologyManifests(ns, cfg.Clusters, cfg.Workers)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +158,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res := &Result{Clusters: cfg.Clusters, Workers: cfg.Workers, Machines: machines, Delays: delays}
 
 	start := time.Now()
-	if err := createAll(ctx, direct, objs); err != nil {
+	classReady := func() error { return nil }
+	if cfg.Topology {
+		// The class is the environment the clusters are made in: its
+		// controller checks it before the first Cluster names it.
+		classReady = func() error { return waitClassReconciled(ctx, mgr.GetClient(), ns) }
+	}
+	if err := createAll(ctx, direct, objs, sharedCount, classReady); err != nil {
 		return nil, err
 	}
 	res.BenchWrites = float64(len(objs))
@@ -175,6 +195,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	res.WritesPerMachine = res.Writes / float64(machines)
+	if cfg.Topology {
+		res.Topology = true
+		for k, v := range res.WritesByVerbResource {
+			if strings.HasPrefix(k, "APPLY ") && !strings.Contains(k, "/") {
+				res.TopologyAppliesPerMachine += v / float64(machines)
+			}
+		}
+	}
 	res.ControllerWritesPerMachine = (res.Writes - res.BenchWrites) / float64(machines)
 	if res.Writes > 0 {
 		res.ConflictPercent = 100 * res.Conflicts / res.Writes
@@ -352,14 +380,17 @@ func Manifests(ns string, clusters, workers int) ([]*unstructured.Unstructured, 
 	return out, nil
 }
 
-// createAll creates the shared objects, then every cluster's in parallel,
-// as fast as the API server takes them ("all at once").
-func createAll(ctx context.Context, c client.Client, objs []*unstructured.Unstructured) error {
-	const sharedCount = 1
+// createAll creates the first sharedCount objects (what the clusters
+// share), waits until ready says they are, then creates every cluster's in
+// parallel, as fast as the API server takes them ("all at once").
+func createAll(ctx context.Context, c client.Client, objs []*unstructured.Unstructured, sharedCount int, ready func() error) error {
 	for _, o := range objs[:sharedCount] {
 		if err := c.Create(ctx, o); err != nil {
 			return fmt.Errorf("creating %s %s: %w", o.GetKind(), o.GetName(), err)
 		}
+	}
+	if err := ready(); err != nil {
+		return err
 	}
 	work := make(chan *unstructured.Unstructured)
 	var wg sync.WaitGroup
@@ -469,6 +500,9 @@ func (r *Result) Table(w io.Writer) {
 	fmt.Fprintf(w, "  time to 50/90/100%%:    %.1fs / %.1fs / %.1fs\n", r.To50, r.To90, r.To100)
 	fmt.Fprintf(w, "  API requests:          %.0f\n", r.Requests)
 	fmt.Fprintf(w, "  API writes:            %.0f (%.1f per Machine; %.1f by controllers, without the %.0f creates of the benchmark)\n", r.Writes, r.WritesPerMachine, r.ControllerWritesPerMachine, r.BenchWrites)
+	if r.Topology {
+		fmt.Fprintf(w, "  topology applies:      %.1f per Machine (managed topologies of one ClusterClass)\n", r.TopologyAppliesPerMachine)
+	}
 	fmt.Fprintf(w, "  409 conflicts:         %.0f (%.2f%% of writes)\n", r.Conflicts, r.ConflictPercent)
 	fmt.Fprintf(w, "  manager CPU:           %.1fs\n", r.ManagerCPUSeconds)
 	fmt.Fprintf(w, "  manager peak RSS:      %.0f MiB\n", r.ManagerPeakRSSMiB)

@@ -73,3 +73,45 @@ func TestScaleWritesPerMachine(t *testing.T) {
 		})
 	}
 }
+
+// topologyExtraWrites is how many more API writes per Machine a cluster
+// made from a ClusterClass may cost than the same cluster written out by
+// hand: the topology controller's applies of the objects and its patches of
+// the Cluster, spread over the Machines.
+const topologyExtraWrites = 3
+
+// TestTopologyWritesPerMachine holds managed topologies to their budget:
+// ten clusters of one control-plane machine and one worker made from one
+// ClusterClass may cost at most topologyExtraWrites more API writes per
+// Machine than the same clusters written out by hand, measured side by
+// side.
+func TestTopologyWritesPerMachine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a management plane and 20 simulated clusters")
+	}
+	ctrl.SetLogger(logr.Discard())
+	grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, io.Discard))
+	bin, err := testenv.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	perMachine := map[bool]float64{}
+	for _, topology := range []bool{false, true} {
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		res, err := Run(ctx, Config{Clusters: 10, Workers: 1, NoDelays: true, Binary: bin, Timeout: 3 * time.Minute, Topology: topology})
+		cancel()
+		if res != nil {
+			var b bytes.Buffer
+			res.Table(&b)
+			t.Log("\n" + b.String())
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		perMachine[topology] = res.WritesPerMachine
+	}
+	if extra := perMachine[true] - perMachine[false]; extra > topologyExtraWrites {
+		t.Errorf("a topology cluster costs %.1f API writes per Machine more than the same cluster by hand (%.1f against %.1f), want at most %d: see the topology run's table",
+			extra, perMachine[true], perMachine[false], topologyExtraWrites)
+	}
+}

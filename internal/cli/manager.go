@@ -12,10 +12,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"capstan.dev/capstan/internal/deploy"
 	"capstan.dev/capstan/internal/manager"
 	"capstan.dev/capstan/internal/plan"
 	"capstan.dev/capstan/internal/providers/inmemory"
 	"capstan.dev/capstan/internal/providers/local"
+	"capstan.dev/capstan/internal/webhook"
 )
 
 func newManagerCommand() *cobra.Command {
@@ -26,6 +28,7 @@ func newManagerCommand() *cobra.Command {
 		revisionHistory int32
 		localDir        string
 		inMemory        bool
+		hooks           = webhook.Options{Namespace: deploy.Namespace}
 	)
 	cmd := &cobra.Command{
 		Use:   "manager",
@@ -51,6 +54,9 @@ replicas with --leader-elect for high availability.`,
 			}
 			if inMemory {
 				o.InMemory = &inmemory.Options{}
+			}
+			if hooks.BindAddress != "0" {
+				o.Webhook = &hooks
 			}
 			cfg, err := managementConfig(kubeconfig)
 			if err != nil {
@@ -78,6 +84,9 @@ replicas with --leader-elect for high availability.`,
 	f.Int32Var(&revisionHistory, "revision-history-limit", plan.DefaultRevisionHistoryLimit, "old, scaled-down MachineSets each MachineDeployment keeps for rollback")
 	f.StringVar(&localDir, "local-dir", "", "run the local infrastructure provider, keeping its machines under this directory (off when empty)")
 	f.BoolVar(&inMemory, "in-memory", false, "run the in-memory infrastructure provider: simulated machines, whose API servers listen on 127.0.0.1")
+	f.StringVar(&hooks.BindAddress, "webhook-bind-address", "127.0.0.1:0", "address the admission webhooks listen on (port 0: any free port); 0 turns them off, and with them the checks of topology Clusters and ClusterClasses")
+	f.StringVar(&hooks.Service, "webhook-service", "", "Service in --webhook-namespace (port 443) through which the API server reaches the webhooks; unset, it dials https://127.0.0.1:<port> (an API server on this host)")
+	f.StringVar(&hooks.Namespace, "webhook-namespace", deploy.Namespace, "namespace of the webhooks' certificate Secret and Service")
 	f.DurationVar(&o.SyncPeriod, "sync-period", 10*time.Minute, "how often every object is reconciled without a change")
 	return cmd
 }
@@ -93,7 +102,7 @@ func managementConfig(path string) (*rest.Config, error) {
 
 func parseConcurrency(pairs []string) (map[string]int, error) {
 	known := map[string]bool{
-		manager.ClusterController: true, manager.MachineController: true,
+		manager.ClusterController: true, manager.ClusterClassController: true, manager.MachineController: true,
 		manager.MachineSetController: true, manager.MachineDeploymentController: true, manager.MachinePoolController: true,
 		manager.MachineHealthCheckController: true, manager.KubeadmConfigController: true,
 		manager.KubeadmControlPlaneController: true, manager.LocalClusterController: true,

@@ -27,6 +27,7 @@ import (
 	"capstan.dev/capstan/internal/providers/inmemory"
 	"capstan.dev/capstan/internal/providers/local"
 	"capstan.dev/capstan/internal/version"
+	"capstan.dev/capstan/internal/webhook"
 )
 
 type upOptions struct {
@@ -105,6 +106,42 @@ func runForeground(cmd *cobra.Command, dir mgmt.StateDir, o *upOptions) error {
 		return err
 	}
 	defer plane.Stop()
+	// The controllers start behind the API and reconcile whatever is
+	// created meanwhile; but the admission webhooks refuse topology Clusters
+	// and ClusterClass changes while nobody serves them (their failure
+	// policy is Fail), so the plane is only reported ready once they serve.
+	// managerDone stays nil (never ready) when no controllers run here.
+	var managerDone chan error
+	if o.controllers {
+		managerDone = make(chan error, 1)
+		webhooksReady := make(chan struct{})
+		ctrl.SetLogger(klog.NewKlogr())
+		go func() {
+			mgr, err := manager.New(plane.Controllers, manager.Options{MetricsAddr: "0", ProbeAddr: "0",
+				Local: &local.Options{Dir: o.machinesDir(dir)}, InMemory: o.inMemoryOptions(),
+				Webhook: &webhook.Options{BindAddress: "127.0.0.1:0", Namespace: deploy.Namespace, Ready: func() { close(webhooksReady) }}})
+			if err != nil {
+				managerDone <- fmt.Errorf("starting controllers: %w", err)
+				return
+			}
+			managerDone <- mgr.Start(ctx)
+		}()
+		select {
+		case <-webhooksReady:
+		case err := <-managerDone:
+			err = fmt.Errorf("the controllers stopped before the admission webhooks served: %v", err)
+			if notify != nil {
+				fmt.Fprintf(notify, "error %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
+			}
+			return err
+		case <-startCtx.Done():
+			err := fmt.Errorf("the admission webhooks did not serve within %s", o.timeout)
+			if notify != nil {
+				fmt.Fprintf(notify, "error %s\n", err)
+			}
+			return err
+		}
+	}
 	klog.InfoS("Management plane ready", "server", plane.Admin.Host, "stateDir", dir, "seconds", time.Since(started).Seconds())
 	if notify != nil {
 		fmt.Fprintln(notify, "ready")
@@ -118,24 +155,6 @@ func runForeground(cmd *cobra.Command, dir mgmt.StateDir, o *upOptions) error {
 				}
 			}()
 		}
-	}
-
-	// The API is ready for the user now; the controllers start behind it
-	// and reconcile whatever was created meanwhile. managerDone stays nil
-	// (never ready) when no controllers run here.
-	var managerDone chan error
-	if o.controllers {
-		managerDone = make(chan error, 1)
-		ctrl.SetLogger(klog.NewKlogr())
-		go func() {
-			mgr, err := manager.New(plane.Controllers, manager.Options{MetricsAddr: "0", ProbeAddr: "0",
-				Local: &local.Options{Dir: o.machinesDir(dir)}, InMemory: o.inMemoryOptions()})
-			if err != nil {
-				managerDone <- fmt.Errorf("starting controllers: %w", err)
-				return
-			}
-			managerDone <- mgr.Start(ctx)
-		}()
 	}
 
 	select {

@@ -26,8 +26,12 @@ import (
 
 // Names of the installation's objects.
 const (
-	Namespace      = "capstan-system"
-	ManagerName    = "capstan-manager"
+	Namespace   = "capstan-system"
+	ManagerName = "capstan-manager"
+	// WebhookService is the Service through which the API server reaches
+	// the manager's admission webhooks.
+	WebhookService = "capstan-webhook-service"
+	webhookPort    = 9443
 	DefaultImage   = "ghcr.io/capstan-dev/capstan"
 	managerLabel   = "app.kubernetes.io/name"
 	managerLabelOf = "capstan-manager"
@@ -138,6 +142,19 @@ func Objects(o Options) ([]client.Object, error) {
 		},
 		managerDeployment(o, labels, annotations),
 	)
+	if o.LocalDir == "" {
+		// A manager on a local provider's machine is a process of the API
+		// server's host and is reached on loopback; elsewhere through a
+		// Service.
+		objs = append(objs, &corev1.Service{
+			TypeMeta:   typeMeta("v1", "Service"),
+			ObjectMeta: metav1.ObjectMeta{Name: WebhookService, Namespace: Namespace},
+			Spec: corev1.ServiceSpec{
+				Selector: labels,
+				Ports:    []corev1.ServicePort{{Name: "webhook", Port: 443, TargetPort: intstr.FromString("webhook"), Protocol: corev1.ProtocolTCP}},
+			},
+		})
+	}
 	return objs, nil
 }
 
@@ -156,6 +173,11 @@ var managerRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "list", "watch"}},
 	{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
 	{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
+	// The admission webhooks: the manager writes its own configurations
+	// (their caBundle follows its certificate) and checks its namespace.
+	{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"},
+		Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
+	{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get"}},
 }
 
 // localProviderRules are the local infrastructure provider's rights: its
@@ -198,14 +220,16 @@ func managerDeployment(o Options, labels, annotations map[string]string) *appsv1
 	// The leader election namespace is explicit: outside a real container
 	// there is no service account namespace file to learn it from.
 	c := corev1.Container{
-		Name:           "manager",
-		Image:          image,
-		Args:           []string{"manager", "--leader-elect", "--leader-election-namespace=" + Namespace, "--metrics-bind-address=:8080", "--health-probe-bind-address=:9440"},
+		Name:  "manager",
+		Image: image,
+		Args: []string{"manager", "--leader-elect", "--leader-election-namespace=" + Namespace, "--metrics-bind-address=:8080", "--health-probe-bind-address=:9440",
+			fmt.Sprintf("--webhook-bind-address=:%d", webhookPort), "--webhook-service=" + WebhookService, "--webhook-namespace=" + Namespace},
 		LivenessProbe:  probe("/healthz"),
 		ReadinessProbe: probe("/readyz"),
 		Ports: []corev1.ContainerPort{
 			{Name: "metrics", ContainerPort: 8080, Protocol: corev1.ProtocolTCP},
 			{Name: "health", ContainerPort: 9440, Protocol: corev1.ProtocolTCP},
+			{Name: "webhook", ContainerPort: webhookPort, Protocol: corev1.ProtocolTCP},
 		},
 		SecurityContext: &corev1.SecurityContext{
 			AllowPrivilegeEscalation: ptr.To(false),

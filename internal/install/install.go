@@ -21,6 +21,7 @@ import (
 
 	"capstan.dev/capstan/internal/deploy"
 	"capstan.dev/capstan/internal/progress"
+	"capstan.dev/capstan/internal/webhook"
 )
 
 var clusterListGVK = schema.GroupVersionKind{Group: "cluster.x-k8s.io", Version: "v1beta2", Kind: "ClusterList"}
@@ -395,6 +396,8 @@ func Delete(ctx context.Context, c client.Client, objs []client.Object, o Delete
 			ordered = append(ordered, obj)
 		}
 	}
+	// The webhook configurations the manager wrote for itself go with it.
+	ordered = append(ordered, webhook.Configurations()...)
 	for _, obj := range ordered {
 		if err := deleteObject(ctx, c, obj); err != nil {
 			return err

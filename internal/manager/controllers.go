@@ -9,7 +9,9 @@ import (
 
 	"capstan.dev/capstan/internal/contract"
 	clustercontroller "capstan.dev/capstan/internal/controllers/cluster"
+	clusterclasscontroller "capstan.dev/capstan/internal/controllers/clusterclass"
 	clusterresourcesetcontroller "capstan.dev/capstan/internal/controllers/clusterresourceset"
+	clustertopologycontroller "capstan.dev/capstan/internal/controllers/clustertopology"
 	kubeadmconfigcontroller "capstan.dev/capstan/internal/controllers/kubeadmconfig"
 	kubeadmcontrolplanecontroller "capstan.dev/capstan/internal/controllers/kubeadmcontrolplane"
 	machinecontroller "capstan.dev/capstan/internal/controllers/machine"
@@ -19,6 +21,7 @@ import (
 	machinesetcontroller "capstan.dev/capstan/internal/controllers/machineset"
 	"capstan.dev/capstan/internal/providers/inmemory"
 	"capstan.dev/capstan/internal/providers/local"
+	"capstan.dev/capstan/internal/webhook"
 	"capstan.dev/capstan/internal/workload"
 )
 
@@ -39,6 +42,23 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Recorder: mgr.GetEventRecorder("cluster-controller"),
 	}
 	if err := clusters.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.concurrency(ClusterController)}); err != nil {
+		return err
+	}
+	classes := &clusterclasscontroller.Reconciler{Client: mgr.GetClient(), Resolver: resolver}
+	if err := classes.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.concurrency(ClusterClassController)}); err != nil {
+		return err
+	}
+	if o.Webhook != nil {
+		if _, err := webhook.Setup(ctx, mgr, *o.Webhook); err != nil {
+			return err
+		}
+	}
+	topologies := &clustertopologycontroller.Reconciler{
+		Client:   mgr.GetClient(),
+		Resolver: resolver,
+		Recorder: mgr.GetEventRecorder("clustertopology-controller"),
+	}
+	if err := topologies.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.concurrency(ClusterTopologyController)}); err != nil {
 		return err
 	}
 	machines := &machinecontroller.Reconciler{

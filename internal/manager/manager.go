@@ -24,6 +24,7 @@ import (
 	"capstan.dev/capstan/internal/providers/inmemory"
 	"capstan.dev/capstan/internal/providers/local"
 	"capstan.dev/capstan/internal/scheme"
+	"capstan.dev/capstan/internal/webhook"
 )
 
 // WatchFilterLabel marks objects for one of several Capstan managers
@@ -66,6 +67,9 @@ type Options struct {
 	// controllers (InMemoryCluster, InMemoryMachine): simulated machines
 	// for scale tests and benchmarks.
 	InMemory *inmemory.Options
+	// Webhook, when set, serves Capstan's admission webhooks (topology
+	// Clusters, ClusterClasses) from this manager; see package webhook.
+	Webhook *webhook.Options
 	// SyncPeriod is how often every object is reconciled even without
 	// changes; it bounds how long a missed event can go unnoticed.
 	SyncPeriod time.Duration
@@ -77,7 +81,11 @@ const DefaultConcurrency = 10
 
 // Controller names, as used in Options.Concurrency and in metrics.
 const (
-	ClusterController             = "cluster"
+	ClusterController      = "cluster"
+	ClusterClassController = "clusterclass"
+	// ClusterTopologyController applies the managed topology of Clusters
+	// with spec.topology.
+	ClusterTopologyController     = "clustertopology"
 	MachineController             = "machine"
 	MachineSetController          = "machineset"
 	MachineDeploymentController   = "machinedeployment"

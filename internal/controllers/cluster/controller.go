@@ -69,10 +69,19 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		NewObject: func() *clusterv1.Cluster { return &clusterv1.Cluster{} },
 		Pacer:     pace.NewPacer(pace.DefaultStatusInterval),
 		Gate:      statusGate,
-		Options:   []patch.Option{patch.SoleStatusWriter()},
-		Scope:     r.scope,
-		Run:       r.run,
-		Report:    r.summarize,
+		// A managed Cluster's TopologyReconciled condition is the topology
+		// controller's: the conditions list of a topology Cluster is then
+		// written only over the version it was read from, so that a stale
+		// copy cannot drop or roll back that condition.
+		OptionsFor: func(c *clusterv1.Cluster) []patch.Option {
+			if c.Spec.Topology.IsDefined() {
+				return nil
+			}
+			return []patch.Option{patch.SoleStatusWriter()}
+		},
+		Scope:  r.scope,
+		Run:    r.run,
+		Report: r.summarize,
 	}
 	// Worker counters change with every Machine; a short delay folds a
 	// burst of changes into one status write.

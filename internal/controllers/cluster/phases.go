@@ -17,6 +17,7 @@ import (
 	"capstan.dev/capstan/internal/conditions"
 	"capstan.dev/capstan/internal/contract"
 	"capstan.dev/capstan/internal/index"
+	"capstan.dev/capstan/internal/plan"
 )
 
 // missingObjectRetry is how soon a Cluster looks again for a referenced
@@ -148,13 +149,13 @@ func (r *Reconciler) reconcileControlPlane(ctx context.Context, s *scope) (time.
 	if err != nil {
 		return 0, err
 	}
-	c.Status.ControlPlane = &clusterv1.ClusterControlPlaneStatus{
+	c.Status.ControlPlane = keepTopologyFields(c.Status.ControlPlane, &clusterv1.ClusterControlPlaneStatus{
 		DesiredReplicas:   replicas.Desired,
 		Replicas:          replicas.Current,
 		ReadyReplicas:     replicas.Ready,
 		AvailableReplicas: replicas.Available,
 		UpToDateReplicas:  replicas.UpToDate,
-	}
+	})
 	return 0, nil
 }
 
@@ -209,15 +210,18 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (time.Dura
 	}
 	c := s.cluster
 	var workers, controlPlane counters
+	var workerMachines, controlPlaneMachines []*clusterv1.Machine
 	for i := range s.machines {
 		m := &s.machines[i]
 		if isControlPlaneMachine(m) {
+			controlPlaneMachines = append(controlPlaneMachines, m)
 			controlPlane.add(m)
 			if !c.Spec.ControlPlaneRef.IsDefined() && m.Status.NodeRef.Name != "" {
 				c.Status.Initialization.ControlPlaneInitialized = ptr.To(true)
 			}
 			continue
 		}
+		workerMachines = append(workerMachines, m)
 		workers.add(m)
 		if !ownedBy(m, "MachineSet") && !ownedBy(m, "MachinePool") {
 			workers.desired++
@@ -234,17 +238,23 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (time.Dura
 	for i := range s.machinePools {
 		workers.desired += ptr.Deref(s.machinePools[i].Spec.Replicas, 0)
 	}
-	c.Status.Workers = workers.workersStatus()
+	c.Status.Workers = keepWorkersTopologyFields(c.Status.Workers, workers.workersStatus())
 	if !c.Spec.ControlPlaneRef.IsDefined() {
 		controlPlane.desired = controlPlane.current
 		cp := controlPlane.workersStatus()
-		c.Status.ControlPlane = &clusterv1.ClusterControlPlaneStatus{
+		c.Status.ControlPlane = keepTopologyFields(c.Status.ControlPlane, &clusterv1.ClusterControlPlaneStatus{
 			DesiredReplicas: cp.DesiredReplicas, Replicas: cp.Replicas, ReadyReplicas: cp.ReadyReplicas,
 			AvailableReplicas: cp.AvailableReplicas, UpToDateReplicas: cp.UpToDateReplicas,
-		}
+		})
 		if c.Status.Initialization.ControlPlaneInitialized == nil {
 			c.Status.Initialization.ControlPlaneInitialized = ptr.To(false)
 		}
+	}
+	// The version counts tell how far an upgrade has come, for the
+	// control plane and the workers apart.
+	c.Status.Workers.Versions = plan.CountVersions(workerMachines)
+	if c.Status.ControlPlane != nil {
+		c.Status.ControlPlane.Versions = plan.CountVersions(controlPlaneMachines)
 	}
 	return 0, nil
 }
@@ -271,4 +281,24 @@ func (c counters) workersStatus() *clusterv1.WorkersStatus {
 		DesiredReplicas: ptr.To(c.desired), Replicas: ptr.To(c.current), ReadyReplicas: ptr.To(c.ready),
 		AvailableReplicas: ptr.To(c.available), UpToDateReplicas: ptr.To(c.upToDate),
 	}
+}
+
+// keepTopologyFields carries over, from the status as read, the control
+// plane fields the counters do not set: the upgrade plan, which is the
+// topology controller's (replacing the whole struct would make this
+// controller's patch remove it), and the version counts, which
+// reconcileMachines recounts.
+func keepTopologyFields(old, counted *clusterv1.ClusterControlPlaneStatus) *clusterv1.ClusterControlPlaneStatus {
+	if old != nil {
+		counted.Versions, counted.UpgradePlan = old.Versions, old.UpgradePlan
+	}
+	return counted
+}
+
+// keepWorkersTopologyFields is keepTopologyFields for the workers.
+func keepWorkersTopologyFields(old, counted *clusterv1.WorkersStatus) *clusterv1.WorkersStatus {
+	if old != nil {
+		counted.Versions, counted.UpgradePlan = old.Versions, old.UpgradePlan
+	}
+	return counted
 }
