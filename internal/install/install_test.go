@@ -12,6 +12,7 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -24,6 +25,7 @@ import (
 	"capstan.dev/capstan/internal/deploy"
 	"capstan.dev/capstan/internal/install"
 	"capstan.dev/capstan/internal/testenv"
+	"capstan.dev/capstan/internal/webhook"
 )
 
 var env *testenv.Env
@@ -279,11 +281,22 @@ func TestDeleteKeepsCRDsAndRefusesWhileClustersExist(t *testing.T) {
 	if in, err := install.Inspect(ctx, env.Client); err != nil || !in.Found {
 		t.Fatalf("a refused Delete removed something: %+v, %v", in, err)
 	}
+	// The webhook configurations a running manager writes for itself.
+	for _, cfg := range webhook.Configurations() {
+		if err := env.Client.Create(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := install.Delete(ctx, env.Client, objs, install.DeleteOptions{Timeout: time.Minute, Out: &out}); err != nil {
 		t.Fatal(err)
 	}
 	if in, err := install.Inspect(ctx, env.Client); err != nil || in.Found {
 		t.Errorf("after Delete: %+v, %v; want nothing installed", in, err)
+	}
+	for _, cfg := range webhook.Configurations() {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cfg), cfg); !apierrors.IsNotFound(err) {
+			t.Errorf("%s after Delete: %v; want it gone, or nobody serves the webhooks it names", cfg.GetName(), err)
+		}
 	}
 	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cluster), cluster); err != nil {
 		t.Errorf("the Cluster after Delete without CRDs: %v", err)

@@ -49,7 +49,9 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return err
 	}
 	if o.Webhook != nil {
-		if _, err := webhook.Setup(ctx, mgr, *o.Webhook); err != nil {
+		hooks := *o.Webhook
+		hooks.FilteredCache = o.Namespace != "" || o.WatchFilter != ""
+		if _, err := webhook.Setup(ctx, mgr, hooks); err != nil {
 			return err
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -49,7 +50,9 @@ func (d *clusterDefaulter) Handle(ctx context.Context, req admission.Request) ad
 		return admission.Errored(http.StatusBadRequest, err)
 	}
 	t := &cluster.Spec.Topology
-	if !t.IsDefined() {
+	if !t.IsDefined() || !cluster.DeletionTimestamp.IsZero() {
+		// A Cluster being deleted is let go: refusing a controller's
+		// removal of its finalizer would keep it for ever.
 		return admission.Allowed("")
 	}
 	if t.Version != "" && !strings.HasPrefix(t.Version, "v") {
@@ -69,8 +72,13 @@ func (d *clusterDefaulter) Handle(ctx context.Context, req admission.Request) ad
 		if errs := defaultVariables(cluster, cc.Status.Variables); len(errs) > 0 {
 			return refuse(apierrors.NewInvalid(clusterKind, cluster.Name, errs))
 		}
-		if errs := variables.ValidateCluster(cc.Status.Variables, cluster, old); len(errs) > 0 {
-			return refuse(apierrors.NewInvalid(clusterKind, cluster.Name, errs))
+		// Values the Cluster already had were checked when they were
+		// written: a class changed since must not block every other write
+		// to the Cluster (a label, a controller's finalizer).
+		if old == nil || !equality.Semantic.DeepEqual(old.Spec.Topology, cluster.Spec.Topology) {
+			if errs := variables.ValidateCluster(cc.Status.Variables, cluster, old); len(errs) > 0 {
+				return refuse(apierrors.NewInvalid(clusterKind, cluster.Name, errs))
+			}
 		}
 	} else {
 		warnings = append(warnings, classWarning(cluster.GetClassKey(), state))
@@ -232,7 +240,13 @@ func (s *Server) validateCluster(ctx context.Context, cluster, old *clusterv1.Cl
 		errs = append(errs, field.Forbidden(topologyPath, "cannot be removed from an existing Cluster: the Cluster's objects are managed from its ClusterClass; delete the Cluster instead"))
 		return nil, errs, nil
 	}
-	if !t.IsDefined() {
+	if !t.IsDefined() || !cluster.DeletionTimestamp.IsZero() {
+		return nil, nil, nil
+	}
+	concurrency := clusterv1.ClusterTopologyUpgradeConcurrencyAnnotation
+	if old != nil && equality.Semantic.DeepEqual(old.Spec.Topology, cluster.Spec.Topology) && old.Annotations[concurrency] == cluster.Annotations[concurrency] {
+		// Nothing checked here changed: what was admitted stays admitted,
+		// whatever became of the class since.
 		return nil, nil, nil
 	}
 	if old != nil && !old.Spec.Topology.IsDefined() {

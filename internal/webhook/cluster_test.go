@@ -146,3 +146,23 @@ func TestPatchTopologyTouchesOnlyDefaultedFields(t *testing.T) {
 		t.Errorf("machineDeployment overrides = %s", b)
 	}
 }
+
+func TestVersionsInUse(t *testing.T) {
+	cc := &clusterv1.ClusterClass{}
+	cc.Spec.KubernetesVersions = []string{"v1.33.1", "v1.34.0"}
+	cluster := func(name, version string) clusterv1.Cluster {
+		c := clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
+		c.Spec.Topology.Version = version
+		return c
+	}
+	clusters := []clusterv1.Cluster{cluster("a", "v1.33.1"), cluster("b", "v1.32.4"), cluster("c", "v1.32.4")}
+	errs := versionsInUse(cc, clusters)
+	want := "spec.kubernetesVersions: Forbidden: must list v1.32.4: Cluster(s) ns/b, ns/c run it; add it, or upgrade those Clusters first"
+	if len(errs) != 1 || errs[0].Error() != want {
+		t.Fatalf("errors %v, want one: %s", errs, want)
+	}
+	cc.Spec.KubernetesVersions = nil
+	if errs := versionsInUse(cc, clusters); len(errs) != 0 {
+		t.Errorf("a class that lists no versions: %v", errs)
+	}
+}

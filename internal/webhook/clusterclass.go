@@ -44,6 +44,7 @@ func (v *clusterClassValidator) Handle(ctx context.Context, req admission.Reques
 			return resp
 		}
 		errs = append(errs, removalsInUse(old, cc, clusters)...)
+		errs = append(errs, versionsInUse(cc, clusters)...)
 	}
 	if len(errs) > 0 {
 		return refuse(apierrors.NewInvalid(clusterClassKind, cc.Name, errs))
@@ -167,6 +168,38 @@ func removalsInUse(old, cc *clusterv1.ClusterClass, clusters []clusterv1.Cluster
 	report("md", field.NewPath("spec", "workers", "machineDeployments"), "machineDeployments class")
 	report("mp", field.NewPath("spec", "workers", "machinePools"), "machinePools class")
 	report("var", field.NewPath("spec", "variables"), "variable")
+	return errs
+}
+
+// versionsInUse refuses a list of kubernetesVersions that leaves out the
+// version a Cluster of the class runs: the Cluster could be neither kept
+// nor upgraded along the list.
+func versionsInUse(cc *clusterv1.ClusterClass, clusters []clusterv1.Cluster) field.ErrorList {
+	if len(cc.Spec.KubernetesVersions) == 0 {
+		return nil
+	}
+	listed := map[string]bool{}
+	for _, v := range cc.Spec.KubernetesVersions {
+		listed[v] = true
+	}
+	users := map[string][]*clusterv1.Cluster{}
+	var missing []string
+	for i := range clusters {
+		v := clusters[i].Spec.Topology.Version
+		if listed[v] {
+			continue
+		}
+		if len(users[v]) == 0 {
+			missing = append(missing, v)
+		}
+		users[v] = append(users[v], &clusters[i])
+	}
+	sort.Strings(missing)
+	var errs field.ErrorList
+	for _, v := range missing {
+		errs = append(errs, field.Forbidden(field.NewPath("spec", "kubernetesVersions"),
+			fmt.Sprintf("must list %s: Cluster(s) %s run it; add it, or upgrade those Clusters first", v, clusterNames(users[v]))))
+	}
 	return errs
 }
 

@@ -59,6 +59,11 @@ func (s *Server) class(ctx context.Context, key types.NamespacedName) (*clusterv
 	var readErr error
 	_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, classWait, true, func(ctx context.Context) (bool, error) {
 		readErr = s.client.Get(ctx, key, cc)
+		if apierrors.IsNotFound(readErr) {
+			// The cache may not hold it (a filtered cache, or a class
+			// created a moment ago).
+			readErr = s.live.Get(ctx, key, cc)
+		}
 		switch {
 		case apierrors.IsNotFound(readErr):
 			state, readErr = classNotFound, nil
@@ -100,10 +105,22 @@ func classWarning(key types.NamespacedName, state classState) string {
 // sorted by namespace and name.
 func (s *Server) clustersUsing(ctx context.Context, cc *clusterv1.ClusterClass) ([]clusterv1.Cluster, error) {
 	list := &clusterv1.ClusterList{}
-	if err := s.client.List(ctx, list, index.UsingClass(cc.Namespace, cc.Name)); err != nil {
+	var err error
+	if s.opts.FilteredCache {
+		err = s.live.List(ctx, list)
+	} else {
+		err = s.client.List(ctx, list, index.UsingClass(cc.Namespace, cc.Name))
+	}
+	if err != nil {
 		return nil, fmt.Errorf("listing the Clusters that use ClusterClass %s/%s: %w", cc.Namespace, cc.Name, err)
 	}
-	items := list.Items
+	key := types.NamespacedName{Namespace: cc.Namespace, Name: cc.Name}
+	var items []clusterv1.Cluster
+	for _, c := range list.Items {
+		if c.GetClassKey() == key {
+			items = append(items, c)
+		}
+	}
 	sort.Slice(items, func(i, j int) bool {
 		return client.ObjectKeyFromObject(&items[i]).String() < client.ObjectKeyFromObject(&items[j]).String()
 	})

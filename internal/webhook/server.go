@@ -45,6 +45,11 @@ type Options struct {
 	// configurations point at it: from then on objects the webhooks check
 	// can be created.
 	Ready func()
+	// FilteredCache says the manager's cache holds only some objects (one
+	// namespace, a watch filter), while the webhooks answer for the whole
+	// cluster: the Clusters that use a class are then listed from the API
+	// server.
+	FilteredCache bool
 }
 
 // Server serves the admission webhooks. Every replica of the manager runs
@@ -59,8 +64,9 @@ type Server struct {
 	caBundle []byte
 	endpoint endpoint
 	id       identity
-	// renewed counts renewals seen, for tests and logs.
-	renewed atomic.Int64
+	// serving is set once the server serves and the configurations name
+	// it.
+	serving atomic.Bool
 }
 
 // Setup adds a webhook server with o to mgr.
@@ -75,15 +81,21 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{opts: o, client: mgr.GetClient(), live: mgr.GetAPIReader(), decoder: admission.NewDecoder(mgr.GetScheme())}
+	// A replica is ready once it serves: behind a Service, the API server
+	// must not be sent to one that cannot answer yet.
+	if err := mgr.AddReadyzCheck("webhook", func(*http.Request) error {
+		if !s.serving.Load() {
+			return errors.New("the admission webhooks are not serving yet")
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
 	return s, mgr.Add(s)
 }
 
 // NeedLeaderElection is false: every replica serves.
 func (s *Server) NeedLeaderElection() bool { return false }
-
-// Renewals is how many times the server has taken a new serving
-// certificate since it started.
-func (s *Server) Renewals() int64 { return s.renewed.Load() }
 
 // Start listens, makes sure of the certificate and the configurations, and
 // serves until ctx ends, renewing the certificate when it is due.
@@ -129,6 +141,8 @@ func (s *Server) Start(ctx context.Context) error {
 	if err := ensureConfigurations(ctx, s.client, s.live, s.endpoint, s.caBundle); err != nil {
 		return fmt.Errorf("webhook: %w", err)
 	}
+	s.serving.Store(true)
+	defer s.serving.Store(false)
 	log.Info("Serving admission webhooks", "address", ln.Addr().String(), "service", s.opts.Service, "certificateExpires", s.cert.Load().Leaf.NotAfter)
 	if s.opts.Ready != nil {
 		s.opts.Ready()
@@ -234,6 +248,8 @@ func (s *Server) refresh(ctx context.Context) (time.Time, error) {
 				return time.Time{}, fmt.Errorf("webhook: storing Secret %s/%s: %w", s.opts.Namespace, SecretName, err)
 			}
 			_, next = l.plan(m, s.id, now)
+			ctrl.LoggerFrom(ctx).WithName("webhook").Info("Renewed the webhook certificates", "authority", r.ca, "serving", r.serving,
+				"servingExpires", m.serving.Cert.NotAfter, "nextCheck", next)
 		}
 		return next, s.use(m, now)
 	}
@@ -251,9 +267,6 @@ func (s *Server) use(m material, now time.Time) error {
 	}
 	cert.Leaf = m.serving.Cert
 	if old := s.cert.Load(); old == nil || old.Leaf.SerialNumber.Cmp(cert.Leaf.SerialNumber) != 0 {
-		if old != nil {
-			s.renewed.Add(1)
-		}
 		s.cert.Store(&cert)
 	}
 	s.caBundle = m.bundle(now)

@@ -23,10 +23,11 @@ var (
 	stopManager func()
 )
 
-// lifetimes renew the serving certificate every few seconds, so that every
-// test also runs across renewals.
+// lifetimes renew the authority every 20 seconds (the serving certificate
+// follows it once the handoff is over), so that every test also runs across
+// renewals of both.
 var lifetimes = webhook.Lifetimes{
-	CA: webhook.DefaultLifetimes.CA, CARenewBefore: webhook.DefaultLifetimes.CARenewBefore,
+	CA: time.Hour, CARenewBefore: time.Hour - 20*time.Second,
 	Serving: time.Hour, ServingRenewBefore: time.Hour - 4*time.Second,
 }
 
@@ -52,13 +53,18 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// startManager starts a manager and returns once its webhooks serve.
-func startManager() error {
+// startManager starts a manager, with edit's changes to its options when
+// given, and returns once its webhooks serve.
+func startManager(edit ...func(*manager.Options)) error {
 	mu.Lock()
 	defer mu.Unlock()
 	ready := make(chan struct{})
-	mgr, err := manager.New(env.Config, manager.Options{MetricsAddr: "0", ProbeAddr: "0", AllowRestartInProcess: true,
-		Webhook: &webhook.Options{BindAddress: "127.0.0.1:0", Namespace: deploy.Namespace, Lifetimes: lifetimes, Ready: func() { close(ready) }}})
+	o := manager.Options{MetricsAddr: "0", ProbeAddr: "0", AllowRestartInProcess: true,
+		Webhook: &webhook.Options{BindAddress: "127.0.0.1:0", Namespace: deploy.Namespace, Lifetimes: lifetimes, Ready: func() { close(ready) }}}
+	for _, e := range edit {
+		e(&o)
+	}
+	mgr, err := manager.New(env.Config, o)
 	if err != nil {
 		return err
 	}

@@ -88,26 +88,67 @@ type renewal struct{ ca, serving bool }
 
 func (r renewal) any() bool { return r.ca || r.serving }
 
+// authorityHandoff is how long a new authority is in the caBundle before
+// the server serves a certificate it signed: the API server trusts it only
+// once it has seen the configurations' new caBundle.
+const authorityHandoff = 10 * time.Second
+
 // plan decides, for the stored material at now, what to issue, and when to
 // look again (the earliest moment one of the certificates enters its renewal
-// window).
+// window, or a new authority's handoff ends).
 func (l Lifetimes) plan(m material, id identity, now time.Time) (renewal, time.Time) {
 	var r renewal
 	if m.ca == nil || !m.ca.ValidFor(now, l.CARenewBefore) {
 		r.ca = true
 	}
-	if r.ca || m.serving == nil || !m.serving.ValidFor(now, l.ServingRenewBefore) ||
-		m.serving.Cert.CheckSignatureFrom(m.ca.Cert) != nil || !names(m.serving.Cert, id) {
+	var handoffEnd time.Time
+	switch {
+	case m.serving == nil || !now.Before(m.serving.Cert.NotAfter) || !m.trusts(m.serving.Cert, now, r.ca) || !names(m.serving.Cert, id):
+		// What is stored cannot be served at all.
 		r.serving = true
+	case r.ca:
+		// A new authority does not replace the serving certificate at
+		// once: the previous authority stays in the bundle, and the
+		// serving certificate moves to the new one after the handoff.
+	case !m.serving.ValidFor(now, l.ServingRenewBefore) && m.serving.Cert.NotAfter.Before(m.ca.Cert.NotAfter):
+		// (A certificate that ends with its authority would be issued
+		// again with the same end: the authority's renewal comes first.)
+		handoffEnd = m.ca.Cert.NotAfter.Add(-l.CA).Add(authorityHandoff)
+		if m.serving.Cert.CheckSignatureFrom(m.ca.Cert) == nil || !now.Before(handoffEnd) {
+			r.serving, handoffEnd = true, time.Time{}
+		}
 	}
 	if r.any() {
 		return r, now
 	}
 	next := m.ca.Cert.NotAfter.Add(-l.CARenewBefore)
-	if t := m.serving.Cert.NotAfter.Add(-l.ServingRenewBefore); t.Before(next) {
+	if t := m.serving.Cert.NotAfter.Add(-l.ServingRenewBefore); t.After(now) && t.Before(next) {
 		next = t
 	}
+	if !handoffEnd.IsZero() && handoffEnd.Before(next) {
+		next = handoffEnd
+	}
 	return r, next
+}
+
+// trusts tells whether cert is signed by an authority of the bundle: the
+// current one (unless it is being replaced, then it becomes the previous
+// one) or a previous one that has not expired.
+func (m material) trusts(cert *x509.Certificate, now time.Time, caRenewed bool) bool {
+	if m.ca == nil {
+		return false
+	}
+	authorities := append([]*x509.Certificate{m.ca.Cert}, m.previous...)
+	for i, ca := range authorities {
+		if i > 0 && caRenewed {
+			// Only the authority being replaced stays in the new bundle.
+			break
+		}
+		if now.Before(ca.NotAfter) && cert.CheckSignatureFrom(ca) == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // names tells whether cert names every host and address of id.

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"crypto/x509"
 	"net"
 	"testing"
 	"time"
@@ -22,6 +23,19 @@ func TestLifetimesPlan(t *testing.T) {
 	}
 	m := fresh(t, loopback)
 	other := fresh(t, loopback)
+	// m late in its authority's life, with a serving certificate an hour old.
+	late, _, err := l.renew(m, renewal{serving: true}, loopback, start.Add(84*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A new authority issued at 93h, while the serving certificate (of the
+	// previous authority) is in its renewal window, which began at 92h.
+	handoff, _, err := l.renew(late, renewal{ca: true}, loopback, start.Add(93*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	handoffEnd := start.Add(93*time.Hour + authorityHandoff)
 
 	for _, tc := range []struct {
 		name     string
@@ -35,8 +49,18 @@ func TestLifetimesPlan(t *testing.T) {
 		{name: "fresh: next look when the serving certificate enters its window", m: m, id: loopback, now: start.Add(time.Hour),
 			wantNext: m.serving.Cert.NotAfter.Add(-2 * time.Hour)},
 		{name: "serving certificate in its renewal window", m: m, id: loopback, now: start.Add(9 * time.Hour), want: renewal{serving: true}, wantNext: start.Add(9 * time.Hour)},
-		{name: "authority in its renewal window renews both", m: m, id: loopback, now: start.Add(85 * time.Hour), want: renewal{ca: true, serving: true}, wantNext: start.Add(85 * time.Hour)},
+		{name: "authority in its renewal window: the serving certificate stays until the new authority is trusted",
+			m: late, id: loopback, now: start.Add(85 * time.Hour), want: renewal{ca: true}, wantNext: start.Add(85 * time.Hour)},
+		{name: "authority in its renewal window and serving certificate expired: both", m: m, id: loopback, now: start.Add(85 * time.Hour),
+			want: renewal{ca: true, serving: true}, wantNext: start.Add(85 * time.Hour)},
 		{name: "serving certificate of another authority", m: material{ca: other.ca, serving: m.serving}, id: loopback, now: start.Add(time.Hour), want: renewal{serving: true}, wantNext: start.Add(time.Hour)},
+		{name: "serving certificate due during a new authority's handoff: it waits", m: handoff, id: loopback,
+			now: start.Add(93*time.Hour + time.Second), wantNext: handoffEnd},
+		{name: "serving certificate due after the handoff: renewed", m: handoff, id: loopback,
+			now: handoffEnd.Add(time.Second), want: renewal{serving: true}, wantNext: handoffEnd.Add(time.Second)},
+		{name: "serving certificate of the previous authority, still in the bundle",
+			m: material{ca: other.ca, previous: []*x509.Certificate{m.ca.Cert}, serving: m.serving}, id: loopback, now: start.Add(time.Hour),
+			wantNext: m.serving.Cert.NotAfter.Add(-2 * time.Hour)},
 		{name: "serving certificate lacks the Service's name", m: m, id: service, now: start.Add(time.Hour), want: renewal{serving: true}, wantNext: start.Add(time.Hour)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -51,6 +75,22 @@ func TestLifetimesPlan(t *testing.T) {
 	}
 }
 
+// A serving certificate that ends with its authority would be issued again
+// with the same end: the authority's renewal comes first.
+func TestServingCertificateCappedByItsAuthority(t *testing.T) {
+	l := Lifetimes{CA: 10 * time.Hour, CARenewBefore: time.Hour, Serving: 20 * time.Hour, ServingRenewBefore: 2 * time.Hour}
+	id := identity{IPs: []net.IP{net.ParseIP("127.0.0.1")}}
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	m, _, err := l.renew(material{}, renewal{ca: true, serving: true}, id, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, next := l.plan(m, id, start.Add(8*time.Hour+30*time.Minute))
+	if r.any() || !next.Equal(m.ca.Cert.NotAfter.Add(-time.Hour)) {
+		t.Fatalf("renewal %+v, next look at %s; want nothing until the authority's window at %s", r, next, m.ca.Cert.NotAfter.Add(-time.Hour))
+	}
+}
+
 func TestRenewedAuthorityKeepsThePreviousInTheBundle(t *testing.T) {
 	l := Lifetimes{CA: 100 * time.Hour, CARenewBefore: 20 * time.Hour, Serving: 10 * time.Hour, ServingRenewBefore: 2 * time.Hour}
 	id := identity{IPs: []net.IP{net.ParseIP("127.0.0.1")}}
@@ -62,8 +102,30 @@ func TestRenewedAuthorityKeepsThePreviousInTheBundle(t *testing.T) {
 	if got := len(parseCerts(data[caBundleKey])); got != 1 {
 		t.Fatalf("a first bundle holds %d authorities, want 1", got)
 	}
-	later := start.Add(85 * time.Hour)
-	m2, data, err := l.renew(parseMaterial(data), renewal{ca: true, serving: true}, id, later)
+	// An hour before the authority's renewal window the serving
+	// certificate was renewed, as it is every eight hours.
+	m, data, err = l.renew(parseMaterial(data), renewal{serving: true}, id, start.Add(79*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := start.Add(80*time.Hour + time.Minute)
+	r, _ := l.plan(parseMaterial(data), id, later)
+	if r != (renewal{ca: true}) {
+		t.Fatalf("renewal in the authority's window: %+v, want the authority alone", r)
+	}
+	m2, data, err := l.renew(parseMaterial(data), r, id, later)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m2.serving.Cert.Equal(m.serving.Cert) {
+		t.Fatal("the serving certificate changed with the authority")
+	}
+	// Its own renewal comes next, from the new authority.
+	r, _ = l.plan(parseMaterial(data), id, later.Add(time.Second))
+	if r != (renewal{}) {
+		t.Fatalf("after the authority's renewal: %+v, want nothing due", r)
+	}
+	m2, data, err = l.renew(parseMaterial(data), renewal{serving: true}, id, later.Add(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,10 @@
 package webhook_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"net/url"
 	"strings"
 	"testing"
@@ -12,9 +14,11 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/manager"
 	"capstan.dev/capstan/internal/webhook"
 	fx "capstan.dev/capstan/test/fixture"
 )
@@ -225,6 +229,57 @@ func TestClassInUseKeepsWhatItsClustersUse(t *testing.T) {
 	}
 }
 
+// A class made stricter after a Cluster was admitted does not block the
+// Cluster's other writes; a change of its variables meets the new rules.
+func TestStricterClassDoesNotBlockOtherWrites(t *testing.T) {
+	ns := env.Namespace(t)
+	cc := readyClass(t, ns, nil)
+	c := topologyCluster(ns, "loud", variable("kubeletLogLevel", `8`))
+	fx.Create(t, env.Client, c)
+	if err := update(t, cc, func(cc *clusterv1.ClusterClass) {
+		cc.Spec.Variables[1].Schema.OpenAPIV3Schema.Maximum = ptr.To(int64(5))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	fx.Eventually(t, "the stricter class reconciled", timeout, func(ctx context.Context) string {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cc), cc); err != nil {
+			return err.Error()
+		}
+		return fx.Unless(cc.Status.ObservedGeneration == cc.Generation && len(cc.Status.Variables) > 1 &&
+			ptr.Deref(cc.Status.Variables[1].Definitions[0].Schema.OpenAPIV3Schema.Maximum, 0) == 5, "status.variables not yet the stricter ones")
+	})
+	if err := update(t, c, func(c *clusterv1.Cluster) { c.Labels = map[string]string{"team": "a"} }); err != nil {
+		t.Errorf("a label change was refused because of a value the class no longer allows: %v", err)
+	}
+	err := update(t, c, func(c *clusterv1.Cluster) {
+		c.Spec.Topology.Variables = append(c.Spec.Topology.Variables, variable("podSecurityStandard", `{}`))
+	})
+	refused(t, err, "default.cluster.capstan.dev", `variable "kubeletLogLevel"`, "less than or equal to 5")
+}
+
+// A manager whose cache holds only some objects (--watch-filter) still
+// answers for the whole cluster: a class used by a Cluster outside its
+// filter cannot be deleted.
+func TestFilteredManagerSeesEveryClusterOfAClass(t *testing.T) {
+	stopManager()
+	if err := startManager(func(o *manager.Options) { o.WatchFilter = "team-a" }); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		stopManager()
+		if err := startManager(); err != nil {
+			t.Fatalf("restarting the manager: %v", err)
+		}
+	}()
+	ns := env.Namespace(t)
+	cc := readyClass(t, ns, func(cc *clusterv1.ClusterClass) {
+		cc.Labels = map[string]string{manager.WatchFilterLabel: "team-a"}
+	})
+	fx.Create(t, env.Client, topologyCluster(ns, "unfiltered"))
+	err := env.Client.Delete(context.Background(), cc)
+	refused(t, err, "validation.clusterclass.capstan.dev", "it is used by Cluster(s) "+ns+"/unfiltered")
+}
+
 func TestBrokenDefinitionIsRefusedAtTheDoor(t *testing.T) {
 	ns := env.Namespace(t)
 	cc, _ := fx.QuickStartClass(t, ns)
@@ -233,26 +288,25 @@ func TestBrokenDefinitionIsRefusedAtTheDoor(t *testing.T) {
 }
 
 // servedCertificate dials the webhook server where the configuration says
-// the API server reaches it and returns the serial of the certificate it
-// serves.
-func servedCertificate(ctx context.Context) (string, error) {
+// the API server reaches it and returns the certificate it serves.
+func servedCertificate(ctx context.Context) (*x509.Certificate, error) {
 	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 	if err := env.Client.Get(ctx, client.ObjectKey{Name: webhook.ValidatingConfigurationName}, cfg); err != nil {
-		return "", err
+		return nil, err
 	}
 	u, err := url.Parse(*cfg.Webhooks[0].ClientConfig.URL)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	conn, err := tls.Dial("tcp", u.Host, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // only reads the served certificate
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	defer conn.Close()
-	return conn.ConnectionState().PeerCertificates[0].SerialNumber.String(), nil
+	return conn.ConnectionState().PeerCertificates[0], nil
 }
 
-func TestRenewedCertificateIsStillTrusted(t *testing.T) {
+func TestRenewedAuthorityIsStillTrusted(t *testing.T) {
 	ns := env.Namespace(t)
 	readyClass(t, ns, nil)
 	ctx := context.Background()
@@ -260,14 +314,15 @@ func TestRenewedCertificateIsStillTrusted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fx.Eventually(t, "served certificate renewed", timeout, func(ctx context.Context) string {
-		serial, err := servedCertificate(ctx)
+	fx.Eventually(t, "a certificate of a new authority served", time.Minute, func(ctx context.Context) string {
+		cert, err := servedCertificate(ctx)
 		if err != nil {
 			return err.Error()
 		}
-		return fx.Unless(serial != first, "still serving the first certificate")
+		return fx.Unless(!bytes.Equal(cert.AuthorityKeyId, first.AuthorityKeyId), "still serving a certificate of the first authority")
 	})
-	// The API server still trusts what is served: the webhook still refuses.
+	// The API server trusts what is served now: the webhook still refuses,
+	// and still admits.
 	err = env.Client.Create(ctx, topologyCluster(ns, "after-renewal", variable("kubeletLogLevel", `11`)))
 	refused(t, err, "default.cluster.capstan.dev", "kubeletLogLevel")
 	fx.Create(t, env.Client, topologyCluster(ns, "accepted-after-renewal"))
