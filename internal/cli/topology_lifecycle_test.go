@@ -7,19 +7,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	controlplanev1 "capstan.dev/capstan/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	inmemoryv1 "capstan.dev/capstan/api/infrastructure/inmemory/v1beta2"
-	"capstan.dev/capstan/internal/conditions"
 	"capstan.dev/capstan/internal/manager"
 	"capstan.dev/capstan/internal/providers/inmemory"
 	"capstan.dev/capstan/test/fixture"
@@ -34,19 +31,18 @@ import (
 func TestTopologyFlavorLifecycle(t *testing.T) {
 	isolateTemplateVariables(t)
 	t.Setenv("MACHINE_BOOT_DELAY", "0s")
-	ctrl.SetLogger(logr.Discard())
+	fixture.SetLogger()
 	ctx := context.Background()
 	c := env.Client
 	ns := env.Namespace(t)
-	mgr, err := manager.New(env.Config, manager.Options{MetricsAddr: "0", ProbeAddr: "0", AllowRestartInProcess: true,
+	// The plane's controllers for this namespace, with the in-memory
+	// provider (no provisioner: its machines are simulated).
+	stop, err := (&fixture.Planes{Mgmt: env}).StartControllers(ctx, manager.Options{AllowRestartInProcess: true,
 		Namespace: ns, InMemory: &inmemory.Options{Delays: inmemory.NoDelays()}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	mgrCtx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); _ = mgr.Start(mgrCtx) }()
-	defer func() { stop(); <-done }()
+	defer stop()
 
 	out, _, err := runCapstan(t, "generate", "cluster", "sim", "--infrastructure", "in-memory", "--flavor", "topology",
 		"-n", ns, "--kubernetes-version", "v1.35.8", "--worker-machine-count", "1")
@@ -67,7 +63,7 @@ func TestTopologyFlavorLifecycle(t *testing.T) {
 				return why
 			}
 		}
-		return runningMachines(ctx, c, ns, 2)
+		return fixture.RunningMachines(ctx, c, ns, 2)
 	})
 	described, _, err := runCapstan(t, "describe", "cluster", "sim", "-n", ns, "--kubeconfig", envKubeconfig())
 	if err != nil || !strings.Contains(described, "Topology - ClusterClass/"+ns+"/capstan-in-memory, v1.35.8") || !strings.Contains(described, "TopologyReconciled: True") {
@@ -101,7 +97,7 @@ func TestTopologyFlavorLifecycle(t *testing.T) {
 	// Scale through the topology.
 	patchCluster(t, c, key, `{"spec":{"topology":{"workers":{"machineDeployments":[{"class":"default-worker","name":"md-0","replicas":2}]}}}}`)
 	fixture.Eventually(t, "3 running Machines after scaling md-0 to 2", 2*time.Minute, func(ctx context.Context) string {
-		return runningMachines(ctx, c, ns, 3)
+		return fixture.RunningMachines(ctx, c, ns, 3)
 	})
 
 	// Change a variable the workers' patch reads: their bootstrap template
@@ -119,36 +115,16 @@ func TestTopologyFlavorLifecycle(t *testing.T) {
 		if ptr.Deref(md.Status.UpToDateReplicas, 0) != 2 || ptr.Deref(md.Status.Replicas, 0) != 2 {
 			return fmt.Sprintf("md-0: %d up-to-date of %d replicas", ptr.Deref(md.Status.UpToDateReplicas, 0), ptr.Deref(md.Status.Replicas, 0))
 		}
-		return runningMachines(ctx, c, ns, 3)
+		return fixture.RunningMachines(ctx, c, ns, 3)
 	})
 
 	// Upgrade: the control plane first, then the workers.
 	patchCluster(t, c, key, `{"spec":{"topology":{"version":"v1.35.9"}}}`)
 	fixture.Eventually(t, "every Machine at v1.35.9, the control plane first", 3*time.Minute, func(ctx context.Context) string {
-		machines := &clusterv1.MachineList{}
-		if err := c.List(ctx, machines, client.InNamespace(ns)); err != nil {
-			return err.Error()
+		if why := fixture.UpgradedControlPlaneFirst(ctx, t, c, ns, "v1.35.9"); why != "" {
+			return why
 		}
-		oldControlPlane, newWorkers, old := 0, 0, 0
-		for _, m := range machines.Items {
-			_, cp := m.Labels[clusterv1.MachineControlPlaneLabel]
-			switch {
-			case m.Spec.Version != "v1.35.9":
-				old++
-				if cp {
-					oldControlPlane++
-				}
-			case !cp:
-				newWorkers++
-			}
-		}
-		if oldControlPlane > 0 && newWorkers > 0 {
-			t.Fatalf("a worker runs v1.35.9 while %d control-plane Machines do not", oldControlPlane)
-		}
-		if old > 0 {
-			return fmt.Sprintf("%d Machines not at v1.35.9", old)
-		}
-		return runningMachines(ctx, c, ns, 3)
+		return fixture.RunningMachines(ctx, c, ns, 3)
 	})
 
 	if err := c.Delete(ctx, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sim"}}); err != nil {
@@ -210,20 +186,4 @@ func bootstrapTemplate(t *testing.T, c client.Client, md *clusterv1.MachineDeplo
 		t.Fatal(err)
 	}
 	return u
-}
-
-// runningMachines is "" once the namespace holds exactly want Machines, all
-// Running and Ready.
-func runningMachines(ctx context.Context, c client.Client, ns string, want int) string {
-	machines := &clusterv1.MachineList{}
-	if err := c.List(ctx, machines, client.InNamespace(ns)); err != nil {
-		return err.Error()
-	}
-	running := 0
-	for i := range machines.Items {
-		if machines.Items[i].Status.Phase == string(clusterv1.MachinePhaseRunning) && conditions.IsTrue(&machines.Items[i], clusterv1.ReadyCondition) {
-			running++
-		}
-	}
-	return fixture.Unless(running == want && len(machines.Items) == want, fmt.Sprintf("%d of %d Machines running, want %d", running, len(machines.Items), want))
 }
