@@ -193,9 +193,14 @@ func newGenerateCommand() *cobra.Command {
 The template's ${VAR} and ${VAR:=default} references are filled from, in this
 order: the flags given, the environment, the --config file (top-level
 KEY: value pairs), the template's defaults and the flags' defaults. A variable
-with no value is an error that names it; nothing is printed then.`,
+with no value is an error that names it; nothing is printed then.
+
+The topology flavor prints the provider's built-in ClusterClass (capstan-local
+or capstan-in-memory: the same in every namespace, so applying it again
+changes nothing) and a Cluster built from it through spec.topology.`,
 		Example: `  capstan generate cluster demo | kubectl apply -f -
   capstan generate cluster prod --flavor ha --worker-machine-count 3
+  capstan generate cluster managed --flavor topology | kubectl apply -f -
   capstan generate cluster other --from my-template.yaml --list-variables`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -43,6 +43,8 @@ func TestGenerateClusterGolden(t *testing.T) {
 		{"generate-default.golden", []string{"demo", "--kubernetes-version", "v1.35.8"}},
 		{"generate-ha.golden", []string{"prod", "--flavor", "ha", "--kubernetes-version", "v1.35.8", "-n", "prod-ns"}},
 		{"generate-ha-variables.golden", []string{"prod", "--flavor", "ha", "--list-variables", "--kubernetes-version", "v1.35.8"}},
+		{"generate-topology.golden", []string{"demo", "--flavor", "topology", "--kubernetes-version", "v1.35.8"}},
+		{"generate-topology-in-memory-variables.golden", []string{"sim", "--infrastructure", "in-memory", "--flavor", "topology", "--list-variables", "--kubernetes-version", "v1.35.8"}},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
 			out, errOut, err := runCapstan(t, append([]string{"generate", "cluster"}, tc.args...)...)
@@ -169,7 +171,7 @@ func TestGenerateErrors(t *testing.T) {
 	}{
 		{"every missing variable named", []string{"--from", write("missing.yaml", "a: ${ZED}\nb: ${ALPHA}\nc: ${CLUSTER_NAME}\n")}, "value for variables [ALPHA, ZED] is not set"},
 		{"malformed reference", []string{"--from", write("bad.yaml", "a: 1\nb: ${OOPS\n")}, `line 2: malformed variable reference: "${OOPS" has no closing brace`},
-		{"unknown flavor", []string{"--flavor", "huge"}, `--flavor "huge": the local provider has no such flavor; it has default, ha`},
+		{"unknown flavor", []string{"--flavor", "huge"}, `--flavor "huge": the local provider has no such flavor; it has default, ha, topology`},
 		{"explicit config missing", []string{"--config", filepath.Join(dir, "nope.yaml")}, "--config: reading the variables file"},
 		{"count not a number", []string{"--config", write("nan.yaml", "WORKER_MACHINE_COUNT: many\n")}, `WORKER_MACHINE_COUNT "many": must be a whole number`},
 		{"no control plane", []string{"--control-plane-machine-count", "0"}, "CONTROL_PLANE_MACHINE_COUNT 0: must be at least 1"},

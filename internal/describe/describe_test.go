@@ -235,6 +235,20 @@ func withPool() Objects {
 	return o
 }
 
+// managed is healthy() built from a ClusterClass in another namespace,
+// upgrading: the control plane is at the new version and the workers wait.
+func managed() Objects {
+	o := healthy()
+	o.Cluster.Spec.Topology = clusterv1.Topology{
+		ClassRef: clusterv1.ClusterClassRef{Name: "capstan-local", Namespace: "classes"},
+		Version:  "v1.35.9",
+	}
+	o.Cluster.Status.Conditions = append(o.Cluster.Status.Conditions,
+		cond(clusterv1.ClusterTopologyReconciledCondition, metav1.ConditionFalse, clusterv1.ClusterTopologyReconciledMachineDeploymentsUpgradePendingReason, 3*time.Minute,
+			"MachineDeployment(s) demo-md-0 upgrading to version v1.35.9 after the control plane"))
+	return o
+}
+
 func TestGolden(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -257,6 +271,9 @@ func TestGolden(t *testing.T) {
 		{name: "rolling-conditions-all", objects: rollingOut(), opts: Options{Grouping: true, ShowConditions: []string{"all"}}},
 		{name: "machinepool", objects: withPool(), opts: Options{Grouping: true}},
 		{name: "machinepool-conditions", objects: withPool(), opts: Options{Grouping: true, ShowConditions: []string{"mp"}}},
+		{name: "topology", objects: managed(), opts: Options{Grouping: true}},
+		{name: "topology-conditions", objects: managed(), opts: Options{Grouping: true, ShowConditions: []string{"Cluster"}}},
+		{name: "topology-json", objects: managed(), opts: Options{Grouping: true}, output: "json"},
 		{name: "missing-objects", objects: Objects{Cluster: cluster("demo", []int32{1, 0, 0, 0, 0}, []int32{0, 0, 0, 0, 0})}, opts: Options{Grouping: true}},
 	}
 	for _, tc := range tests {
@@ -363,6 +380,29 @@ func machineGroups(o Objects) string {
 	}
 	walk(tree)
 	return strings.Join(groups, " ")
+}
+
+// A Cluster whose class is in its own namespace names the class with it;
+// one that has not reported TopologyReconciled yet still shows its class.
+func TestTopologyRow(t *testing.T) {
+	o := healthy()
+	o.Cluster.Spec.Topology = clusterv1.Topology{ClassRef: clusterv1.ClusterClassRef{Name: "capstan-local"}, Version: "v1.35.8"}
+	tree := Build(o, Options{Grouping: true, ShowConditions: []string{"all"}})
+	top := tree.Children[0]
+	if top.Role != RoleTopology || Label(top) != "Topology - ClusterClass/default/capstan-local, v1.35.8" || top.Status != nil {
+		t.Errorf("first row %q (role %s, status %+v), want the class default/capstan-local at v1.35.8 with no condition yet", Label(top), top.Role, top.Status)
+	}
+	for _, c := range tree.Conditions {
+		if c.Type == clusterv1.ClusterTopologyReconciledCondition {
+			t.Error("TopologyReconciled listed among the Cluster's own conditions")
+		}
+	}
+	// A Cluster without a topology has no such row.
+	for _, n := range Build(healthy(), Options{}).Children {
+		if n.Role == RoleTopology {
+			t.Error("a Cluster without spec.topology got a Topology row")
+		}
+	}
 }
 
 func TestParseShowConditions(t *testing.T) {

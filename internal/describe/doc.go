@@ -1,6 +1,8 @@
 // Package describe turns a Cluster and the objects that belong to it into
-// the status tree of `capstan describe cluster`: the Cluster, its
-// infrastructure, its control plane and that plane's Machines, then the
+// the status tree of `capstan describe cluster`: the Cluster, for a managed
+// Cluster its topology (the ClusterClass, the version and the
+// TopologyReconciled condition), its infrastructure, its control plane and
+// that plane's Machines, then the
 // workers (each MachineDeployment, optionally its MachineSets, and their
 // Machines) and the Machines nothing else owns. Each row says how many
 // replicas are available, ready and up to date, and the one condition that

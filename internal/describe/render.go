@@ -178,6 +178,11 @@ func Label(n *Node) string {
 		return n.Role
 	case RoleMachineGroup:
 		return fmt.Sprintf("%d Machines...", len(n.Machines))
+	case RoleTopology:
+		if n.Version == "" {
+			return n.Role + " - " + n.Kind + "/" + n.Name
+		}
+		return n.Role + " - " + n.Kind + "/" + n.Name + ", " + n.Version
 	case RoleClusterInfrastructure, RoleControlPlane, RoleMachineInfrastructure, RoleBootstrapConfig, RoleMachinePoolInfrastructure:
 		return n.Role + " - " + n.Kind + "/" + n.Name
 	default:

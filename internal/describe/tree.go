@@ -57,7 +57,11 @@ type Options struct {
 
 // Roles say where a node sits in the tree.
 const (
-	RoleCluster               = "Cluster"
+	RoleCluster = "Cluster"
+	// RoleTopology stands for a managed Cluster's spec.topology: the
+	// ClusterClass it is built from (Name is namespace/name), the version
+	// it is taken to and the Cluster's TopologyReconciled condition.
+	RoleTopology              = "Topology"
 	RoleClusterInfrastructure = "ClusterInfrastructure"
 	RoleControlPlane          = "ControlPlane"
 	RoleWorkers               = "Workers"
@@ -80,6 +84,9 @@ type Node struct {
 	Role string `json:"role"`
 	Kind string `json:"kind,omitempty"`
 	Name string `json:"name,omitempty"`
+	// Version is the Kubernetes version a Topology row's Cluster is taken
+	// to (spec.topology.version).
+	Version string `json:"version,omitempty"`
 	// Replicas are the object's replica counters, for objects that have
 	// replicas.
 	Replicas *Replicas `json:"replicas,omitempty"`
@@ -161,7 +168,21 @@ func Build(o Objects, opts Options) *Node {
 	o = sorted(o)
 	c := o.Cluster
 	root := &Node{Role: RoleCluster, Kind: "Cluster", Name: c.Name, Replicas: clusterReplicas(c)}
-	setConditions(root, fromTyped(c.Status.Conditions), clusterv1.AvailableCondition, opts)
+	conditions := fromTyped(c.Status.Conditions)
+	if c.Spec.Topology.IsDefined() {
+		// TopologyReconciled is shown on the Topology row, not again among
+		// the Cluster's own conditions.
+		var topology []Condition
+		conditions = slices.DeleteFunc(conditions, func(cond Condition) bool {
+			if cond.Type == clusterv1.ClusterTopologyReconciledCondition {
+				topology = append(topology, cond)
+				return true
+			}
+			return false
+		})
+		root.Children = append(root.Children, topologyNode(c, topology, opts))
+	}
+	setConditions(root, conditions, clusterv1.AvailableCondition, opts)
 
 	if o.Infrastructure != nil {
 		root.Children = append(root.Children, providerNode(RoleClusterInfrastructure, o.Infrastructure, clusterv1.ReadyCondition, opts))
@@ -280,6 +301,19 @@ func sorted(o Objects) Objects {
 	o.Machines = slices.Clone(o.Machines)
 	slices.SortFunc(o.Machines, func(a, b clusterv1.Machine) int { return strings.Compare(a.Name, b.Name) })
 	return o
+}
+
+// topologyNode is the row of a managed Cluster's topology; its status is
+// the TopologyReconciled condition, when the Cluster reports it.
+func topologyNode(c *clusterv1.Cluster, conditions []Condition, opts Options) *Node {
+	ref := c.Spec.Topology.ClassRef
+	namespace := ref.Namespace
+	if namespace == "" { // the class is in the Cluster's namespace
+		namespace = c.Namespace
+	}
+	n := &Node{Role: RoleTopology, Kind: clusterv1.ClusterClassKind, Name: namespace + "/" + ref.Name, Version: c.Spec.Topology.Version}
+	setConditions(n, conditions, clusterv1.ClusterTopologyReconciledCondition, opts)
+	return n
 }
 
 func machineNode(m *clusterv1.Machine, o Objects, opts Options) *Node {

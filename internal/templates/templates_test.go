@@ -237,10 +237,10 @@ func TestLocalHATemplate(t *testing.T) {
 	if !sawKCP || !sawLC {
 		t.Errorf("HA template lacks a KubeadmControlPlane or LocalCluster:\n%s", out)
 	}
-	if got := strings.Join(Flavors("local"), ","); got != "default,ha" {
+	if got := strings.Join(Flavors("local"), ","); got != "default,ha,topology" {
 		t.Errorf("flavors %s", got)
 	}
-	if _, err := Builtin("local", "nope"); err == nil || !strings.Contains(err.Error(), "default, ha") {
+	if _, err := Builtin("local", "nope"); err == nil || !strings.Contains(err.Error(), "default, ha, topology") {
 		t.Errorf("unknown flavor: %v", err)
 	}
 }
