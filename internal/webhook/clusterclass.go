@@ -12,11 +12,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/topology/patches"
 	"capstan.dev/capstan/internal/topology/variables"
 )
 
-// clusterClassValidator refuses a class whose variable definitions are
-// broken, a change that takes from a class in use a worker class or a
+// clusterClassValidator refuses a class whose variable definitions or
+// patches are broken, a change that takes from a class in use a worker class or a
 // variable one of its Clusters uses, and the deletion of a class in use.
 type clusterClassValidator struct{ s *Server }
 
@@ -37,6 +38,7 @@ func (v *clusterClassValidator) Handle(ctx context.Context, req admission.Reques
 		return admission.Errored(http.StatusBadRequest, err)
 	}
 	_, errs := variables.Definitions(cc)
+	errs = append(errs, patches.ValidateClass(cc)...)
 	errs = append(errs, uniqueClasses(cc)...)
 	if req.Operation == admissionv1.Update {
 		old, clusters, resp := v.old(ctx, req)

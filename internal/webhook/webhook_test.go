@@ -287,6 +287,21 @@ func TestBrokenDefinitionIsRefusedAtTheDoor(t *testing.T) {
 	refused(t, env.Client.Create(context.Background(), cc), "validation.clusterclass.capstan.dev", "spec.variables[1]")
 }
 
+// TestBrokenPatchIsRefusedAtTheDoor: a patch taking its value from a
+// variable the class does not define never reaches a Cluster.
+func TestBrokenPatchIsRefusedAtTheDoor(t *testing.T) {
+	ns := env.Namespace(t)
+	cc, _ := fx.QuickStartClass(t, ns)
+	if len(cc.Spec.Patches) == 0 || len(cc.Spec.Patches[0].Definitions) == 0 || len(cc.Spec.Patches[0].Definitions[0].JSONPatches) == 0 {
+		t.Fatal("the quick-start class has no inline patch to break")
+	}
+	jp := &cc.Spec.Patches[0].Definitions[0].JSONPatches[0]
+	jp.Op, jp.Value = "add", nil
+	jp.ValueFrom = &clusterv1.JSONPatchValue{Variable: "noSuchVariable"}
+	refused(t, env.Client.Create(context.Background(), cc), "validation.clusterclass.capstan.dev",
+		"spec.patches[0].definitions[0].jsonPatches[0]", "noSuchVariable")
+}
+
 // servedCertificate dials the webhook server where the configuration says
 // the API server reaches it and returns the certificate it serves.
 func servedCertificate(ctx context.Context) (*x509.Certificate, error) {
