@@ -101,72 +101,70 @@ func apply(ctx context.Context, c client.Client, obj *unstructured.Unstructured)
 	return c.Update(ctx, obj)
 }
 
-func TestCorpusInvalidIsRefused(t *testing.T) {
-	files := loadCorpus(t, "invalid")
-	if len(files) < minInvalid {
-		t.Errorf("invalid corpus has %d manifests, want at least %d", len(files), minInvalid)
+// eachCorpusFile runs check on every manifest of a corpus directory, each in
+// a parallel subtest with a namespace of its own, after checking that the
+// corpus has not shrunk below min.
+func eachCorpusFile(t *testing.T, dir string, min int, check func(t *testing.T, ctx context.Context, ns string, f corpusFile)) {
+	files := loadCorpus(t, dir)
+	if len(files) < min {
+		t.Errorf("%s corpus has %d manifests, want at least %d", dir, len(files), min)
 	}
 	for _, f := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(f.path), ".yaml"), func(t *testing.T) {
 			t.Parallel()
-			if len(f.expect) == 0 {
-				t.Fatalf("%s has no '# expect:' line naming what the refusal must say", f.path)
-			}
-			ctx := context.Background()
-			ns := env.Namespace(t)
-			for i, doc := range f.docs {
-				doc.SetNamespace(ns)
-				err := apply(ctx, env.Client, doc)
-				last := i == len(f.docs)-1
-				if !last {
-					if err != nil {
-						t.Fatalf("setup object %d (%s %s) was refused: %v", i+1, doc.GetKind(), doc.GetName(), err)
-					}
-					continue
-				}
-				if err == nil {
-					t.Fatalf("%s %s was accepted; want it refused with a message containing %q", doc.GetKind(), doc.GetName(), f.expect)
-				}
-				if !apierrors.IsInvalid(err) && !apierrors.IsBadRequest(err) {
-					t.Fatalf("refused for the wrong reason (want a validation error): %v", err)
-				}
-				for _, want := range f.expect {
-					if !strings.Contains(err.Error(), want) {
-						t.Errorf("refusal does not mention %q:\n%v", want, err)
-					}
-				}
-			}
+			check(t, context.Background(), env.Namespace(t), f)
 		})
 	}
 }
 
-func TestCorpusValidIsAcceptedUnchanged(t *testing.T) {
-	files := loadCorpus(t, "valid")
-	if len(files) < minValid {
-		t.Errorf("valid corpus has %d manifests, want at least %d", len(files), minValid)
-	}
-	for _, f := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(f.path), ".yaml"), func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			ns := env.Namespace(t)
-			for _, doc := range f.docs {
-				doc.SetNamespace(ns)
-				want := doc.DeepCopy()
-				if err := env.Client.Create(ctx, doc); err != nil {
-					t.Fatalf("%s %s was refused: %v", doc.GetKind(), doc.GetName(), err)
+func TestCorpusInvalidIsRefused(t *testing.T) {
+	eachCorpusFile(t, "invalid", minInvalid, func(t *testing.T, ctx context.Context, ns string, f corpusFile) {
+		if len(f.expect) == 0 {
+			t.Fatalf("%s has no '# expect:' line naming what the refusal must say", f.path)
+		}
+		for i, doc := range f.docs {
+			doc.SetNamespace(ns)
+			err := apply(ctx, env.Client, doc)
+			last := i == len(f.docs)-1
+			if !last {
+				if err != nil {
+					t.Fatalf("setup object %d (%s %s) was refused: %v", i+1, doc.GetKind(), doc.GetName(), err)
 				}
-				got := &unstructured.Unstructured{}
-				got.SetGroupVersionKind(doc.GroupVersionKind())
-				if err := env.Client.Get(ctx, client.ObjectKeyFromObject(doc), got); err != nil {
-					t.Fatal(err)
-				}
-				for _, d := range subsetDiff("", want.Object, got.Object) {
-					t.Errorf("%s %s: %s", doc.GetKind(), doc.GetName(), d)
+				continue
+			}
+			if err == nil {
+				t.Fatalf("%s %s was accepted; want it refused with a message containing %q", doc.GetKind(), doc.GetName(), f.expect)
+			}
+			if !apierrors.IsInvalid(err) && !apierrors.IsBadRequest(err) {
+				t.Fatalf("refused for the wrong reason (want a validation error): %v", err)
+			}
+			for _, want := range f.expect {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("refusal does not mention %q:\n%v", want, err)
 				}
 			}
-		})
-	}
+		}
+	})
+}
+
+func TestCorpusValidIsAcceptedUnchanged(t *testing.T) {
+	eachCorpusFile(t, "valid", minValid, func(t *testing.T, ctx context.Context, ns string, f corpusFile) {
+		for _, doc := range f.docs {
+			doc.SetNamespace(ns)
+			want := doc.DeepCopy()
+			if err := env.Client.Create(ctx, doc); err != nil {
+				t.Fatalf("%s %s was refused: %v", doc.GetKind(), doc.GetName(), err)
+			}
+			got := &unstructured.Unstructured{}
+			got.SetGroupVersionKind(doc.GroupVersionKind())
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(doc), got); err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range subsetDiff("", want.Object, got.Object) {
+				t.Errorf("%s %s: %s", doc.GetKind(), doc.GetName(), d)
+			}
+		}
+	})
 }
 
 // subsetDiff lists every value set in want that reads back differently in

@@ -189,7 +189,8 @@ func runDescribeCluster(ctx context.Context, c client.Client, out, errOut io.Wri
 // exist) with a warning on errOut; only a missing Cluster is an error.
 func readClusterObjects(ctx context.Context, c client.Client, namespace, name string, errOut io.Writer) (describe.Objects, error) {
 	o := describe.Objects{Cluster: &clusterv1.Cluster{},
-		InfrastructureMachines: map[string]*unstructured.Unstructured{}, BootstrapConfigs: map[string]*unstructured.Unstructured{}}
+		InfrastructureMachines: map[string]*unstructured.Unstructured{}, BootstrapConfigs: map[string]*unstructured.Unstructured{},
+		InfrastructureMachinePools: map[string]*unstructured.Unstructured{}}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, o.Cluster); err != nil {
 		if apierrors.IsNotFound(err) {
 			return o, fmt.Errorf("cluster %s not found in namespace %s: list the clusters with kubectl get clusters -A, and pass -n NAMESPACE", name, namespace)
@@ -229,6 +230,11 @@ func readClusterObjects(ctx context.Context, c client.Client, namespace, name st
 		return o, fmt.Errorf("listing MachineSets: %w", err)
 	}
 	o.MachineSets = sets.Items
+	pools := &clusterv1.MachinePoolList{}
+	if err := c.List(ctx, pools, inCluster...); err != nil {
+		return o, fmt.Errorf("listing MachinePools: %w", err)
+	}
+	o.MachinePools = pools.Items
 	machines := &clusterv1.MachineList{}
 	if err := c.List(ctx, machines, inCluster...); err != nil {
 		return o, fmt.Errorf("listing Machines: %w", err)
@@ -262,6 +268,11 @@ func readClusterObjects(ctx context.Context, c client.Client, namespace, name st
 			}
 		}
 		return objs[ref.Name]
+	}
+	for _, mp := range o.MachinePools {
+		if obj := lookup(mp.Spec.Template.Spec.InfrastructureRef); obj != nil {
+			o.InfrastructureMachinePools[mp.Name] = obj
+		}
 	}
 	for _, m := range o.Machines {
 		if obj := lookup(m.Spec.InfrastructureRef); obj != nil {

@@ -94,7 +94,7 @@ func managementConfig(path string) (*rest.Config, error) {
 func parseConcurrency(pairs []string) (map[string]int, error) {
 	known := map[string]bool{
 		manager.ClusterController: true, manager.MachineController: true,
-		manager.MachineSetController: true, manager.MachineDeploymentController: true,
+		manager.MachineSetController: true, manager.MachineDeploymentController: true, manager.MachinePoolController: true,
 		manager.MachineHealthCheckController: true, manager.KubeadmConfigController: true,
 		manager.KubeadmControlPlaneController: true, manager.LocalClusterController: true,
 		manager.LocalMachineController: true, inmemory.InMemoryClusterController: true,

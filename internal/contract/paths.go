@@ -39,6 +39,7 @@ var (
 	statusControlPlaneInitialized = Path{"status", "initialization", "controlPlaneInitialized"}
 	statusInitialized             = Path{"status", "initialized"} // v1beta1
 	statusAddresses               = Path{"status", "addresses"}
+	statusFailureDomain           = Path{"status", "failureDomain"}
 	statusFailureDomains          = Path{"status", "failureDomains"}
 	statusReplicas                = Path{"status", "replicas"}
 	statusReadyReplicas           = Path{"status", "readyReplicas"}
@@ -109,6 +110,12 @@ func ProviderID(u *unstructured.Unstructured) (string, error) {
 // FailureDomain is an infrastructure machine's spec.failureDomain.
 func FailureDomain(u *unstructured.Unstructured) (string, error) {
 	return optionalString(u, specFailureDomain)
+}
+
+// PlacedFailureDomain is the failure domain an infrastructure machine
+// reports it was placed in (status.failureDomain); empty when it reports none.
+func PlacedFailureDomain(u *unstructured.Unstructured) (string, error) {
+	return optionalString(u, statusFailureDomain)
 }
 
 // Addresses are an infrastructure machine's status.addresses.

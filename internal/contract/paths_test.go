@@ -112,3 +112,23 @@ func TestCRDName(t *testing.T) {
 		}
 	}
 }
+
+func TestReadInfraMachinePool(t *testing.T) {
+	u := obj(
+		map[string]any{"initialization": map[string]any{"provisioned": true}, "replicas": int64(2), "infrastructureMachineKind": "FooMachine"},
+		map[string]any{"providerIDList": []any{"foo://a", "foo://b"}},
+	)
+	got, err := ReadInfraMachinePool(u)
+	if err != nil || !got.Provisioned || got.Replicas == nil || *got.Replicas != 2 || got.InfrastructureMachineKind != "FooMachine" ||
+		!reflect.DeepEqual(got.ProviderIDList, []string{"foo://a", "foo://b"}) {
+		t.Errorf("got %+v, %v", got, err)
+	}
+	// A v1beta1 pool: status.ready, no replicas, no machine kind.
+	got, err = ReadInfraMachinePool(obj(map[string]any{"ready": true}, nil))
+	if err != nil || !got.Provisioned || got.Replicas != nil || got.InfrastructureMachineKind != "" || got.ProviderIDList != nil {
+		t.Errorf("v1beta1: got %+v, %v", got, err)
+	}
+	if _, err := ReadInfraMachinePool(obj(nil, map[string]any{"providerIDList": "foo://a"})); err == nil {
+		t.Error("a string where a list belongs was accepted")
+	}
+}

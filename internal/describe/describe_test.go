@@ -208,6 +208,33 @@ func rollingOut() Objects {
 	return o
 }
 
+// withPool is healthy() with a MachinePool of three instances: two ready
+// Machines, one whose Node is not ready yet, and an infrastructure pool
+// still booting it.
+func withPool() Objects {
+	o := healthy()
+	o.MachinePools = []clusterv1.MachinePool{{
+		ObjectMeta: metav1.ObjectMeta{Name: "demo-pool", Namespace: "default"},
+		Spec:       clusterv1.MachinePoolSpec{ClusterName: "demo", Replicas: ptr.To[int32](3)},
+		Status: clusterv1.MachinePoolStatus{Replicas: ptr.To[int32](3), ReadyReplicas: ptr.To[int32](2), AvailableReplicas: ptr.To[int32](2),
+			UpToDateReplicas: ptr.To[int32](3), Conditions: []metav1.Condition{
+				cond(clusterv1.AvailableCondition, metav1.ConditionFalse, clusterv1.NotAvailableReason, time.Minute, "2 available replicas, at least 3 required"),
+				cond(clusterv1.ScalingUpCondition, metav1.ConditionFalse, clusterv1.NotScalingUpReason, time.Hour, ""),
+			}},
+	}}
+	o.InfrastructureMachinePools = map[string]*unstructured.Unstructured{
+		"demo-pool": provider("infrastructure.cluster.x-k8s.io/v1beta2", "InMemoryMachinePool", "demo-pool",
+			ucond("Ready", "False", "Booting", time.Minute, "2 of 3 instances booted")),
+	}
+	for _, n := range []string{"demo-pool-aaaaa", "demo-pool-bbbbb"} {
+		o.Machines = append(o.Machines, readyMachine(n, "MachinePool", "demo-pool", time.Hour))
+	}
+	slow := readyMachine("demo-pool-ccccc", "MachinePool", "demo-pool", time.Minute)
+	slow.Status.Conditions[0] = cond(clusterv1.ReadyCondition, metav1.ConditionFalse, "NotReady", time.Minute, "* NodeReady: Node is not ready")
+	o.Machines = append(o.Machines, slow)
+	return o
+}
+
 func TestGolden(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -228,6 +255,8 @@ func TestGolden(t *testing.T) {
 		{name: "rolling-conditions", objects: rollingOut(), opts: Options{Grouping: true, ShowMachineSets: true,
 			ShowConditions: []string{"Cluster", "MachineDeployment/demo-md-0", "machine/demo-md-0-new-q8w2e"}}},
 		{name: "rolling-conditions-all", objects: rollingOut(), opts: Options{Grouping: true, ShowConditions: []string{"all"}}},
+		{name: "machinepool", objects: withPool(), opts: Options{Grouping: true}},
+		{name: "machinepool-conditions", objects: withPool(), opts: Options{Grouping: true, ShowConditions: []string{"mp"}}},
 		{name: "missing-objects", objects: Objects{Cluster: cluster("demo", []int32{1, 0, 0, 0, 0}, []int32{0, 0, 0, 0, 0})}, opts: Options{Grouping: true}},
 	}
 	for _, tc := range tests {

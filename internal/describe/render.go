@@ -178,7 +178,7 @@ func Label(n *Node) string {
 		return n.Role
 	case RoleMachineGroup:
 		return fmt.Sprintf("%d Machines...", len(n.Machines))
-	case RoleClusterInfrastructure, RoleControlPlane, RoleMachineInfrastructure, RoleBootstrapConfig:
+	case RoleClusterInfrastructure, RoleControlPlane, RoleMachineInfrastructure, RoleBootstrapConfig, RoleMachinePoolInfrastructure:
 		return n.Role + " - " + n.Kind + "/" + n.Name
 	default:
 		return n.Kind + "/" + n.Name

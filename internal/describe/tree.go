@@ -27,7 +27,11 @@ type Objects struct {
 	ControlPlane       *unstructured.Unstructured
 	MachineDeployments []clusterv1.MachineDeployment
 	MachineSets        []clusterv1.MachineSet
+	MachinePools       []clusterv1.MachinePool
 	Machines           []clusterv1.Machine
+	// InfrastructureMachinePools are the objects the MachinePools'
+	// spec.template.spec.infrastructureRef names, by MachinePool name.
+	InfrastructureMachinePools map[string]*unstructured.Unstructured
 	// InfrastructureMachines and BootstrapConfigs are the provider objects
 	// of the Machines, by Machine name; a Machine may have none.
 	InfrastructureMachines map[string]*unstructured.Unstructured
@@ -60,10 +64,14 @@ const (
 	RoleOther                 = "Other"
 	RoleMachineDeployment     = "MachineDeployment"
 	RoleMachineSet            = "MachineSet"
-	RoleMachine               = "Machine"
-	RoleMachineGroup          = "MachineGroup"
-	RoleMachineInfrastructure = "MachineInfrastructure"
-	RoleBootstrapConfig       = "BootstrapConfig"
+	RoleMachinePool           = "MachinePool"
+	// RoleMachinePoolInfrastructure is a MachinePool's infrastructure
+	// pool (an InMemoryMachinePool, an AWSMachinePool).
+	RoleMachinePoolInfrastructure = "MachinePoolInfrastructure"
+	RoleMachine                   = "Machine"
+	RoleMachineGroup              = "MachineGroup"
+	RoleMachineInfrastructure     = "MachineInfrastructure"
+	RoleBootstrapConfig           = "BootstrapConfig"
 )
 
 // Node is one row of the tree and the rows below it. Workers and Other are
@@ -130,7 +138,7 @@ func ParseShowConditions(s string) ([]string, error) {
 }
 
 // shortKinds are the kubectl short names of the kinds in a tree.
-var shortKinds = map[string]string{"kcp": "KubeadmControlPlane", "md": "MachineDeployment", "ms": "MachineSet", "lc": "LocalCluster"}
+var shortKinds = map[string]string{"kcp": "KubeadmControlPlane", "md": "MachineDeployment", "ms": "MachineSet", "mp": "MachinePool", "lc": "LocalCluster"}
 
 func (o Options) showConditionsOf(kind, name string) bool {
 	for _, item := range o.ShowConditions {
@@ -228,6 +236,26 @@ func Build(o Objects, opts Options) *Node {
 		})...)
 		workers.Children = append(workers.Children, n)
 	}
+	for i := range o.MachinePools {
+		mp := &o.MachinePools[i]
+		n := &Node{Role: RoleMachinePool, Kind: "MachinePool", Name: mp.Name, Replicas: &Replicas{
+			Desired: mp.Spec.Replicas, Current: mp.Status.Replicas, Available: mp.Status.AvailableReplicas,
+			Ready: mp.Status.ReadyReplicas, UpToDate: mp.Status.UpToDateReplicas,
+		}}
+		setConditions(n, fromTyped(mp.Status.Conditions), clusterv1.AvailableCondition, opts)
+		// The infrastructure pool shows when it has something to say that
+		// the MachinePool's own state does not.
+		if infra := o.InfrastructureMachinePools[mp.Name]; infra != nil {
+			child := providerNode(RoleMachinePoolInfrastructure, infra, clusterv1.ReadyCondition, opts)
+			if opts.Echo || child.expanded || (child.Status != nil && child.Status.Status != string(metav1.ConditionTrue)) {
+				n.Children = append(n.Children, child)
+			}
+		}
+		n.Children = append(n.Children, machinesOf(func(m *clusterv1.Machine) bool {
+			return controlledBy(m, "MachinePool", mp.Name) || (metav1.GetControllerOf(m) == nil && m.Labels[clusterv1.MachinePoolNameLabel] == mp.Name)
+		})...)
+		workers.Children = append(workers.Children, n)
+	}
 	if others := machinesOf(func(*clusterv1.Machine) bool { return true }); len(others) > 0 {
 		workers.Children = append(workers.Children, &Node{Role: RoleOther, Children: others})
 	}
@@ -247,6 +275,8 @@ func sorted(o Objects) Objects {
 	slices.SortFunc(o.MachineDeployments, func(a, b clusterv1.MachineDeployment) int { return strings.Compare(a.Name, b.Name) })
 	o.MachineSets = slices.Clone(o.MachineSets)
 	slices.SortFunc(o.MachineSets, func(a, b clusterv1.MachineSet) int { return strings.Compare(a.Name, b.Name) })
+	o.MachinePools = slices.Clone(o.MachinePools)
+	slices.SortFunc(o.MachinePools, func(a, b clusterv1.MachinePool) int { return strings.Compare(a.Name, b.Name) })
 	o.Machines = slices.Clone(o.Machines)
 	slices.SortFunc(o.Machines, func(a, b clusterv1.Machine) int { return strings.Compare(a.Name, b.Name) })
 	return o

@@ -86,6 +86,8 @@ func clusterNameOf(obj client.Object) []string {
 		name = o.Spec.ClusterName
 	case *clusterv1.MachineDeployment:
 		name = o.Spec.ClusterName
+	case *clusterv1.MachinePool:
+		name = o.Spec.ClusterName
 	default:
 		name = obj.GetLabels()[clusterv1.ClusterNameLabel]
 	}

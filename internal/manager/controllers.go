@@ -15,6 +15,7 @@ import (
 	machinecontroller "capstan.dev/capstan/internal/controllers/machine"
 	machinedeploymentcontroller "capstan.dev/capstan/internal/controllers/machinedeployment"
 	machinehealthcheckcontroller "capstan.dev/capstan/internal/controllers/machinehealthcheck"
+	machinepoolcontroller "capstan.dev/capstan/internal/controllers/machinepool"
 	machinesetcontroller "capstan.dev/capstan/internal/controllers/machineset"
 	"capstan.dev/capstan/internal/providers/inmemory"
 	"capstan.dev/capstan/internal/providers/local"
@@ -63,6 +64,15 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		RevisionHistoryLimit: o.RevisionHistoryLimit,
 	}
 	if err := deployments.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.concurrency(MachineDeploymentController)}); err != nil {
+		return err
+	}
+	pools := &machinepoolcontroller.Reconciler{
+		Client:   mgr.GetClient(),
+		Resolver: resolver,
+		Workload: workloads,
+		Recorder: mgr.GetEventRecorder("machinepool-controller"),
+	}
+	if err := pools.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.concurrency(MachinePoolController)}); err != nil {
 		return err
 	}
 	healthChecks := &machinehealthcheckcontroller.Reconciler{

@@ -81,6 +81,7 @@ const (
 	MachineController             = "machine"
 	MachineSetController          = "machineset"
 	MachineDeploymentController   = "machinedeployment"
+	MachinePoolController         = "machinepool"
 	MachineHealthCheckController  = "machinehealthcheck"
 	KubeadmControlPlaneController = "kubeadmcontrolplane"
 	KubeadmConfigController       = "kubeadmconfig"

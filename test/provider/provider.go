@@ -52,10 +52,13 @@ var (
 	BootstrapConfig         = Kind{Group: BootstrapGroup, Kind: "TestBootstrapConfig", Contract: "v1beta2", Version: "v1beta2"}
 	BootstrapConfigTemplate = Kind{Group: BootstrapGroup, Kind: "TestBootstrapConfigTemplate", Contract: "v1beta2", Version: "v1beta2"}
 	ControlPlane            = Kind{Group: ControlPlaneGroup, Kind: "TestControlPlane", Contract: "v1beta2", Version: "v1beta2", Scale: true}
+	// InfraMachinePool is a machine pool whose instances the test plays:
+	// it makes no infrastructure machines (no MachinePool Machines).
+	InfraMachinePool = Kind{Group: InfrastructureGroup, Kind: "TestMachinePool", Contract: "v1beta2", Version: "v1beta2"}
 )
 
 // Kinds lists every kind of the provider.
-var Kinds = []Kind{InfraCluster, InfraMachine, InfraMachineTemplate, LegacyInfraMachine, BootstrapConfig, BootstrapConfigTemplate, ControlPlane}
+var Kinds = []Kind{InfraCluster, InfraMachine, InfraMachineTemplate, LegacyInfraMachine, BootstrapConfig, BootstrapConfigTemplate, ControlPlane, InfraMachinePool}
 
 // GVK is the kind's GroupVersionKind.
 func (k Kind) GVK() schema.GroupVersionKind {

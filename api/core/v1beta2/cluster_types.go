@@ -151,6 +151,20 @@ type ControlPlaneTopology struct {
 	// +optional
 	Deletion ControlPlaneTopologyMachineDeletionSpec `json:"deletion,omitempty,omitzero"`
 
+	// rollout says when control plane Machines are replaced.
+	// +optional
+	Rollout ControlPlaneTopologyRolloutSpec `json:"rollout,omitempty,omitzero"`
+
+	// taints are the Node taints of the control plane Machines; the class's taints apply
+	// when unset.
+	// +optional
+	// +listType=map
+	// +listMapKey=key
+	// +listMapKey=effect
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	Taints []MachineTaint `json:"taints,omitempty"`
+
 	// readinessGates lists extra conditions that must be good before a
 	// control plane Machine is Ready; the class's gates apply when unset.
 	// +optional
@@ -163,6 +177,16 @@ type ControlPlaneTopology struct {
 	// variables overrides Cluster-level variables for the control plane.
 	// +optional
 	Variables ControlPlaneVariables `json:"variables,omitempty,omitzero"`
+}
+
+// ControlPlaneTopologyRolloutSpec says when a managed control plane's
+// Machines are replaced.
+// +kubebuilder:validation:MinProperties=1
+type ControlPlaneTopologyRolloutSpec struct {
+	// after asks for every control plane Machine created before this time to
+	// be replaced, once the time has passed.
+	// +optional
+	After metav1.Time `json:"after,omitempty,omitzero"`
 }
 
 // ControlPlaneTopologyHealthCheck configures the MachineHealthCheck of a
@@ -339,6 +363,16 @@ type MachineDeploymentTopology struct {
 	// +kubebuilder:validation:Minimum=0
 	MinReadySeconds *int32 `json:"minReadySeconds,omitempty"`
 
+	// taints are the Node taints of the group's Machines; the class's taints apply
+	// when unset.
+	// +optional
+	// +listType=map
+	// +listMapKey=key
+	// +listMapKey=effect
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	Taints []MachineTaint `json:"taints,omitempty"`
+
 	// readinessGates lists extra conditions that must be good before a
 	// Machine is Ready; the class's gates apply when unset.
 	// +optional
@@ -477,6 +511,11 @@ type MachineDeploymentTopologyMachineDeletionSpec struct {
 // replaced.
 // +kubebuilder:validation:MinProperties=1
 type MachineDeploymentTopologyRolloutSpec struct {
+	// after asks for every Machine created before this time to be replaced,
+	// once the time has passed.
+	// +optional
+	After metav1.Time `json:"after,omitempty,omitzero"`
+
 	// strategy is the replacement strategy.
 	// +optional
 	Strategy MachineDeploymentTopologyRolloutStrategy `json:"strategy,omitempty,omitzero"`
@@ -550,6 +589,16 @@ type MachinePoolTopology struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	MinReadySeconds *int32 `json:"minReadySeconds,omitempty"`
+
+	// taints are the Node taints of the pool's machines; the class's taints apply
+	// when unset.
+	// +optional
+	// +listType=map
+	// +listMapKey=key
+	// +listMapKey=effect
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	Taints []MachineTaint `json:"taints,omitempty"`
 
 	// replicas is the number of machines. When unset the MachinePool is made
 	// without a count (so 1, or whatever the autoscaler sets).
@@ -721,6 +770,11 @@ type ClusterStatus struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// deprecated holds status fields of older API versions; Capstan does
+	// not write them.
+	// +optional
+	Deprecated *DeprecatedFailureStatus `json:"deprecated,omitempty"`
 }
 
 // ClusterInitializationStatus records the one-way steps of bringing a Cluster
@@ -760,6 +814,23 @@ type ClusterControlPlaneStatus struct {
 	// availableReplicas counts control plane Machines whose Available condition is True.
 	// +optional
 	AvailableReplicas *int32 `json:"availableReplicas,omitempty"`
+
+	// versions counts the control plane Machines by Kubernetes version.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	Versions []StatusVersion `json:"versions,omitempty"`
+
+	// upgradePlan lists the versions the control plane object is still to be
+	// moved through during a managed Cluster's upgrade, next first; each
+	// leaves the list once it is set on the object. Only managed Clusters
+	// with an upgrade under way have one.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	UpgradePlan []StatusUpgradePlanVersion `json:"upgradePlan,omitempty"`
 }
 
 // WorkersStatus counts a Cluster's worker Machines.
@@ -784,6 +855,23 @@ type WorkersStatus struct {
 	// availableReplicas counts worker Machines whose Available condition is True.
 	// +optional
 	AvailableReplicas *int32 `json:"availableReplicas,omitempty"`
+
+	// versions counts the worker Machines by Kubernetes version.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	Versions []StatusVersion `json:"versions,omitempty"`
+
+	// upgradePlan lists the versions the worker objects (MachineDeployments and
+	// MachinePools) are still to be moved through during a managed Cluster's upgrade, next first; each
+	// leaves the list once it is set on them. Only managed Clusters
+	// with an upgrade under way have one.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	UpgradePlan []StatusUpgradePlanVersion `json:"upgradePlan,omitempty"`
 }
 
 // FailureDomain is a failure domain a Cluster's Machines can be spread over.

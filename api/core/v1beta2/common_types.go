@@ -219,7 +219,7 @@ type MachineAddress struct {
 
 // MachineAddresses is the address list an infrastructure provider reports
 // for a Machine.
-// +kubebuilder:validation:MaxItems=128
+// +kubebuilder:validation:MaxItems=256
 // +listType=atomic
 type MachineAddresses []MachineAddress
 
@@ -241,12 +241,14 @@ const (
 // MachineTaint is a Node taint that Capstan manages on a Machine's Node.
 type MachineTaint struct {
 	// key of the taint: a qualified name (at most 63 characters) with an
-	// optional DNS subdomain prefix (at most 253 characters) and a "/".
+	// optional DNS subdomain prefix and a "/". The pattern bounds the name's
+	// length; a CEL rule cannot, because its estimated cost is multiplied by
+	// every list a taint sits in (a topology's worker groups) and exceeds
+	// the API server's budget.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=317
-	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$`
-	// +kubebuilder:validation:XValidation:rule="self.contains('/') ? (self.split('/').size() == 2 && self.split('/')[0].size() <= 253 && self.split('/')[1].size() <= 63) : self.size() <= 63",message="key must be a name of at most 63 characters, optionally prefixed by a DNS subdomain of at most 253 characters and a '/'"
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9]$`
 	// +kubebuilder:validation:XValidation:rule="!(self in ['node.cluster.x-k8s.io/uninitialized', 'node.cluster.x-k8s.io/outdated-revision'])",message="key is reserved for the taints Cluster API sets itself: choose another key"
 	// +kubebuilder:validation:XValidation:rule="!self.startsWith('node.kubernetes.io/') || self == 'node.kubernetes.io/out-of-service'",message="key must not have the prefix node.kubernetes.io/, which belongs to the kubelet and the node lifecycle controller (only node.kubernetes.io/out-of-service is allowed): choose another key"
 	// +kubebuilder:validation:XValidation:rule="!self.startsWith('node.cloudprovider.kubernetes.io/')",message="key must not have the prefix node.cloudprovider.kubernetes.io/, which belongs to the cloud controller manager: choose another key"
@@ -275,3 +277,12 @@ type MachineTaint struct {
 // have: a leading "v", then major.minor.patch, then optional pre-release or
 // build parts, for example v1.33.1 or v1.34.0-rc.1+build.5.
 const KubernetesVersionPattern = `^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)([-+][-0-9a-zA-Z_.+]*)?$`
+
+// StatusUpgradePlanVersion is one step of an upgrade plan.
+type StatusUpgradePlanVersion struct {
+	// version is the Kubernetes version of the step.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	Version string `json:"version,omitempty"`
+}

@@ -157,6 +157,14 @@ type MachineStatus struct {
 	// +optional
 	Addresses MachineAddresses `json:"addresses,omitempty"`
 
+	// failureDomain is the failure domain the Machine was actually placed
+	// in, which may differ from spec.failureDomain when the infrastructure
+	// provider chooses it.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	FailureDomain string `json:"failureDomain,omitempty"`
+
 	// phase is a one-word summary of the Machine's life cycle.
 	// +optional
 	// +kubebuilder:validation:Enum=Pending;Provisioning;Provisioned;Running;Updating;Deleting;Deleted;Failed;Unknown
@@ -176,6 +184,11 @@ type MachineStatus struct {
 	// once draining or waiting for volumes has started.
 	// +optional
 	Deletion *MachineDeletionStatus `json:"deletion,omitempty"`
+
+	// deprecated holds status fields of older API versions; Capstan does
+	// not write them.
+	// +optional
+	Deprecated *DeprecatedFailureStatus `json:"deprecated,omitempty"`
 }
 
 // MachineNodeReference names the Node that runs on a Machine.
@@ -217,6 +230,18 @@ type MachineDeletionStatus struct {
 	// to detach began; compared with nodeVolumeDetachTimeoutSeconds.
 	// +optional
 	WaitForNodeVolumeDetachStartTime metav1.Time `json:"waitForNodeVolumeDetachStartTime,omitempty,omitzero"`
+
+	// waitForPreDrainHookStartTime is when waiting for the pre-drain hooks
+	// (pre-drain.delete.hook.machine.cluster-api.x-k8s.io annotations) began,
+	// so that a hook that takes too long can be reported.
+	// +optional
+	WaitForPreDrainHookStartTime metav1.Time `json:"waitForPreDrainHookStartTime,omitempty,omitzero"`
+
+	// waitForPreTerminateHookStartTime is when waiting for the pre-terminate
+	// hooks (pre-terminate.delete.hook.machine.cluster-api.x-k8s.io
+	// annotations) began, so that a hook that takes too long can be reported.
+	// +optional
+	WaitForPreTerminateHookStartTime metav1.Time `json:"waitForPreTerminateHookStartTime,omitempty,omitzero"`
 }
 
 // MachinePhase is a one-word summary of a Machine's life cycle.
@@ -254,6 +279,7 @@ const (
 // +kubebuilder:printcolumn:name="Cluster",type="string",JSONPath=".spec.clusterName",description="Cluster the Machine belongs to"
 // +kubebuilder:printcolumn:name="Node Name",type="string",JSONPath=".status.nodeRef.name",description="Node running on the Machine"
 // +kubebuilder:printcolumn:name="Provider ID",type="string",JSONPath=".spec.providerID",description="Provider's identifier of the machine",priority=10
+// +kubebuilder:printcolumn:name="Failure domain",type="string",JSONPath=".status.failureDomain",description="Failure domain the Machine was placed in"
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Whether the Machine passes all readiness checks"
 // +kubebuilder:printcolumn:name="Available",type="string",JSONPath=`.status.conditions[?(@.type=="Available")].status`,description="Whether the Machine has been Ready for minReadySeconds"
 // +kubebuilder:printcolumn:name="Up-to-date",type="string",JSONPath=`.status.conditions[?(@.type=="UpToDate")].status`,description="Whether the Machine matches the spec of its owner"

@@ -200,10 +200,23 @@ type MachineDeploymentStatus struct {
 	// +optional
 	UpToDateReplicas *int32 `json:"upToDateReplicas,omitempty"`
 
+	// versions counts the MachineDeployment's Machines by Kubernetes version.
+	// +optional
+	// +listType=map
+	// +listMapKey=version
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=100
+	Versions []StatusVersion `json:"versions,omitempty"`
+
 	// phase is a one-word summary: ScalingUp, ScalingDown, Running, Failed or Unknown.
 	// +optional
 	// +kubebuilder:validation:Enum=ScalingUp;ScalingDown;Running;Failed;Unknown
 	Phase string `json:"phase,omitempty"`
+
+	// deprecated holds status fields of older API versions; Capstan does
+	// not write them.
+	// +optional
+	Deprecated *MachineDeploymentDeprecatedStatus `json:"deprecated,omitempty"`
 }
 
 // MachineDeploymentPhase is a one-word summary of a MachineDeployment's state.

@@ -229,6 +229,11 @@ type MachineHealthCheckStatus struct {
 	// +kubebuilder:validation:items:MinLength=1
 	// +kubebuilder:validation:items:MaxLength=253
 	Targets []string `json:"targets,omitempty"`
+
+	// deprecated holds status fields of older API versions; Capstan does
+	// not write them.
+	// +optional
+	Deprecated *DeprecatedConditionsStatus `json:"deprecated,omitempty"`
 }
 
 // MachineHealthCheck watches a set of Machines and has the unhealthy ones

@@ -117,6 +117,11 @@ type MachinePoolStatus struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// deprecated holds status fields of older API versions; Capstan does
+	// not write them.
+	// +optional
+	Deprecated *MachinePoolDeprecatedStatus `json:"deprecated,omitempty"`
 }
 
 // MachinePoolInitializationStatus records the one-way steps of bringing a

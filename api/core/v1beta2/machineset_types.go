@@ -135,10 +135,23 @@ type MachineSetStatus struct {
 	// +optional
 	UpToDateReplicas *int32 `json:"upToDateReplicas,omitempty"`
 
+	// versions counts the MachineSet's Machines by Kubernetes version.
+	// +optional
+	// +listType=map
+	// +listMapKey=version
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=100
+	Versions []StatusVersion `json:"versions,omitempty"`
+
 	// observedGeneration is the metadata.generation this status reflects.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// deprecated holds status fields of older API versions; Capstan does
+	// not write them.
+	// +optional
+	Deprecated *MachineSetDeprecatedStatus `json:"deprecated,omitempty"`
 }
 
 // A note on the CEL rules that compare the selector with the template labels

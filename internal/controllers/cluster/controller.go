@@ -57,11 +57,11 @@ var statusGate = pace.Fields([]string{"initialization"},
 // MachineSets or MachineDeployments before it recounts them.
 const summaryDelay = time.Second
 
-// SetupWithManager registers the controller. Machines, MachineSets and
-// MachineDeployments wake their Cluster (their counters feed its status);
+// SetupWithManager registers the controller. Machines, MachineSets,
+// MachineDeployments and MachinePools wake their Cluster (their counters feed its status);
 // provider objects wake the Cluster that controls them.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts controller.Options) error {
-	if err := index.ByClusterName(ctx, mgr.GetFieldIndexer(), &clusterv1.Machine{}, &clusterv1.MachineSet{}, &clusterv1.MachineDeployment{}); err != nil {
+	if err := index.ByClusterName(ctx, mgr.GetFieldIndexer(), &clusterv1.Machine{}, &clusterv1.MachineSet{}, &clusterv1.MachineDeployment{}, &clusterv1.MachinePool{}); err != nil {
 		return err
 	}
 	r.kit = kit.Reconciler[*clusterv1.Cluster, *scope]{
@@ -82,6 +82,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Watches(&clusterv1.Machine{}, toCluster).
 		Watches(&clusterv1.MachineSet{}, toCluster).
 		Watches(&clusterv1.MachineDeployment{}, toCluster).
+		Watches(&clusterv1.MachinePool{}, toCluster).
 		WithOptions(opts).
 		Named("cluster")
 	if r.Workload != nil {

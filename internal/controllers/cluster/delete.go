@@ -51,6 +51,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	for _, name := range step.MachineSets {
 		doomed = append(doomed, &clusterv1.MachineSet{ObjectMeta: objectMeta(c, name)})
 	}
+	for _, name := range step.MachinePools {
+		doomed = append(doomed, &clusterv1.MachinePool{ObjectMeta: objectMeta(c, name)})
+	}
 	for _, name := range step.Machines {
 		doomed = append(doomed, &clusterv1.Machine{ObjectMeta: objectMeta(c, name)})
 	}
@@ -92,6 +95,9 @@ func descendants(s *scope) plan.ClusterDescendants {
 		if !ownedBy(&s.machineSets[i], "MachineDeployment") {
 			d.MachineSets = append(d.MachineSets, planObject(&s.machineSets[i]))
 		}
+	}
+	for i := range s.machinePools {
+		d.MachinePools = append(d.MachinePools, planObject(&s.machinePools[i]))
 	}
 	for i := range s.machines {
 		m := &s.machines[i]

@@ -39,6 +39,7 @@ type scope struct {
 	machines           []clusterv1.Machine
 	machineSets        []clusterv1.MachineSet
 	machineDeployments []clusterv1.MachineDeployment
+	machinePools       []clusterv1.MachinePool
 	machinesRead       bool
 
 	remoteConnection *metav1.Condition
@@ -157,8 +158,8 @@ func (r *Reconciler) reconcileControlPlane(ctx context.Context, s *scope) (time.
 	return 0, nil
 }
 
-// readMachines lists the Cluster's Machines, MachineSets and
-// MachineDeployments from the cache.
+// readMachines lists the Cluster's Machines, MachineSets,
+// MachineDeployments and MachinePools from the cache.
 func (r *Reconciler) readMachines(ctx context.Context, s *scope) error {
 	if s.machinesRead {
 		return nil
@@ -176,7 +177,11 @@ func (r *Reconciler) readMachines(ctx context.Context, s *scope) error {
 	if err := r.Client.List(ctx, deployments, in...); err != nil {
 		return err
 	}
-	s.machines, s.machineSets, s.machineDeployments = machines.Items, sets.Items, deployments.Items
+	pools := &clusterv1.MachinePoolList{}
+	if err := r.Client.List(ctx, pools, in...); err != nil {
+		return err
+	}
+	s.machines, s.machineSets, s.machineDeployments, s.machinePools = machines.Items, sets.Items, deployments.Items, pools.Items
 	s.machinesRead = true
 	return nil
 }
@@ -214,7 +219,7 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (time.Dura
 			continue
 		}
 		workers.add(m)
-		if !ownedBy(m, "MachineSet") {
+		if !ownedBy(m, "MachineSet") && !ownedBy(m, "MachinePool") {
 			workers.desired++
 		}
 	}
@@ -225,6 +230,9 @@ func (r *Reconciler) reconcileMachines(ctx context.Context, s *scope) (time.Dura
 	}
 	for i := range s.machineDeployments {
 		workers.desired += ptr.Deref(s.machineDeployments[i].Spec.Replicas, 0)
+	}
+	for i := range s.machinePools {
+		workers.desired += ptr.Deref(s.machinePools[i].Spec.Replicas, 0)
 	}
 	c.Status.Workers = workers.workersStatus()
 	if !c.Spec.ControlPlaneRef.IsDefined() {

@@ -80,31 +80,46 @@ func controlPlaneAvailable(c *clusterv1.Cluster, s *scope) metav1.Condition {
 	return cond
 }
 
-// workersAvailable is True when every MachineDeployment is Available.
+// workersAvailable is True when every MachineDeployment and MachinePool is
+// Available.
 func workersAvailable(s *scope) metav1.Condition {
 	cond := metav1.Condition{Type: clusterv1.ClusterWorkersAvailableCondition}
 	if !s.machinesRead {
 		cond.Status, cond.Reason = metav1.ConditionUnknown, clusterv1.AvailableUnknownReason
 		return cond
 	}
-	if len(s.machineDeployments) == 0 {
+	if len(s.machineDeployments) == 0 && len(s.machinePools) == 0 {
 		cond.Status, cond.Reason = metav1.ConditionTrue, NoWorkersReason
 		return cond
 	}
-	var notAvailable []string
+	var notAvailable, poolsNotAvailable []string
 	for i := range s.machineDeployments {
 		md := &s.machineDeployments[i]
 		if !conditions.IsTrue(md, clusterv1.AvailableCondition) {
 			notAvailable = append(notAvailable, md.Name)
 		}
 	}
-	if len(notAvailable) == 0 {
+	for i := range s.machinePools {
+		mp := &s.machinePools[i]
+		if !conditions.IsTrue(mp, clusterv1.AvailableCondition) {
+			poolsNotAvailable = append(poolsNotAvailable, mp.Name)
+		}
+	}
+	if len(notAvailable)+len(poolsNotAvailable) == 0 {
 		cond.Status, cond.Reason = metav1.ConditionTrue, clusterv1.AvailableReason
 		return cond
 	}
 	sort.Strings(notAvailable)
+	sort.Strings(poolsNotAvailable)
 	cond.Status, cond.Reason = metav1.ConditionFalse, clusterv1.NotAvailableReason
-	cond.Message = "MachineDeployments not Available: " + strings.Join(notAvailable, ", ")
+	var msgs []string
+	if len(notAvailable) > 0 {
+		msgs = append(msgs, "MachineDeployments not Available: "+strings.Join(notAvailable, ", "))
+	}
+	if len(poolsNotAvailable) > 0 {
+		msgs = append(msgs, "MachinePools not Available: "+strings.Join(poolsNotAvailable, ", "))
+	}
+	cond.Message = strings.Join(msgs, "; ")
 	return cond
 }
 

@@ -48,10 +48,46 @@ type cloudNTP struct {
 	Servers []string `json:"servers,omitempty"`
 }
 
+// cloudDisk is one disk_setup entry. Layout is true or false (one partition
+// over the whole device, or none) or a list of partitions, each a percentage
+// or a [percentage, type code] pair.
 type cloudDisk struct {
 	TableType string `json:"table_type,omitempty"`
-	Layout    bool   `json:"layout"`
+	Layout    any    `json:"layout"`
 	Overwrite *bool  `json:"overwrite,omitempty"`
+}
+
+// partitionTypeCodes are the cloud-init codes of the partition type names a
+// diskLayout may use; any other value (a GPT type GUID) is passed as it is.
+var partitionTypeCodes = map[string]string{
+	bootstrapv1.PartitionTypeLinux:         "83",
+	bootstrapv1.PartitionTypeLinuxSwap:     "82",
+	bootstrapv1.PartitionTypeLinuxRAID:     "fd",
+	bootstrapv1.PartitionTypeLVM:           "8e",
+	bootstrapv1.PartitionTypeFat32:         "0c",
+	bootstrapv1.PartitionTypeNTFS:          "07",
+	bootstrapv1.PartitionTypeLinuxExtended: "85",
+}
+
+// diskLayout is a partition's cloud-init layout: the list of its diskLayout
+// when it has one, else its layout flag.
+func diskLayout(p bootstrapv1.Partition) any {
+	if len(p.DiskLayout) == 0 {
+		return ptr.Deref(p.Layout, false)
+	}
+	parts := make([]any, 0, len(p.DiskLayout))
+	for _, d := range p.DiskLayout {
+		if d.PartitionType == "" {
+			parts = append(parts, d.Percentage)
+			continue
+		}
+		code, named := partitionTypeCodes[d.PartitionType]
+		if !named {
+			code = d.PartitionType
+		}
+		parts = append(parts, []any{d.Percentage, code})
+	}
+	return parts
 }
 
 type cloudFS struct {
@@ -135,7 +171,7 @@ func (d bootstrapData) render() ([]byte, error) {
 		if cfg.DiskSetup == nil {
 			cfg.DiskSetup = map[string]cloudDisk{}
 		}
-		cfg.DiskSetup[p.Device] = cloudDisk{TableType: p.TableType, Layout: ptr.Deref(p.Layout, false), Overwrite: p.Overwrite}
+		cfg.DiskSetup[p.Device] = cloudDisk{TableType: p.TableType, Layout: diskLayout(p), Overwrite: p.Overwrite}
 	}
 	for _, f := range spec.DiskSetup.Filesystems {
 		cfg.FSSetup = append(cfg.FSSetup, cloudFS{

@@ -100,3 +100,38 @@ func TestKubeadmCommandWithoutVerbosity(t *testing.T) {
 		t.Error(got)
 	}
 }
+
+// A partition's diskLayout reaches cloud-init as its layout list, with type
+// names turned into cloud-init's codes and GUIDs passed through; a partition
+// with only the layout flag keeps it.
+func TestCloudConfigDiskLayout(t *testing.T) {
+	spec := &bootstrapv1.KubeadmConfigSpec{DiskSetup: bootstrapv1.DiskSetup{Partitions: []bootstrapv1.Partition{
+		{Device: "/dev/sdb", TableType: "gpt", DiskLayout: []bootstrapv1.PartitionSpec{
+			{Percentage: 50, PartitionType: bootstrapv1.PartitionTypeLVM},
+			{Percentage: 20, PartitionType: "0FC63DAF-8483-4772-8E79-3D69D8477DE4"},
+			{Percentage: 30},
+		}},
+		{Device: "/dev/sdc", Layout: ptr.To(true)},
+	}}}
+	bd := bootstrapData{spec: spec, kubeadmConfig: []byte("kind: JoinConfiguration\n"), join: true}
+	out, err := bd.render()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := cloudinit.Parse(out)
+	if err != nil {
+		t.Fatalf("the node cannot parse it: %v\n%s", err, out)
+	}
+	want := map[string]string{
+		"/dev/sdb": `[[50,"8e"],[20,"0FC63DAF-8483-4772-8E79-3D69D8477DE4"],30]`,
+		"/dev/sdc": "true",
+	}
+	if len(cfg.DiskSetup) != len(want) {
+		t.Fatalf("disk_setup %+v, want %v", cfg.DiskSetup, want)
+	}
+	for _, d := range cfg.DiskSetup {
+		if d.Layout != want[d.Device] {
+			t.Errorf("%s: layout %s, want %s", d.Device, d.Layout, want[d.Device])
+		}
+	}
+}

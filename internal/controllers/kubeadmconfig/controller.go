@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
@@ -228,20 +229,45 @@ func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
 
 var machineGroup = clusterv1.GroupVersion.Group
 
-// owningMachine is the Machine named by the config's owner references, or nil.
+// owningMachine is the Machine named by the config's owner references, or
+// nil. A MachinePool's config (the pool controls it, and its data secret
+// boots every instance of the pool) is answered as the Machine the pool's
+// template describes: a worker that joins, named after the pool.
 func (r *Reconciler) owningMachine(ctx context.Context, cfg *bootstrapv1.KubeadmConfig) (*clusterv1.Machine, error) {
 	for _, ref := range cfg.OwnerReferences {
 		gv, err := schema.ParseGroupVersion(ref.APIVersion)
-		if err != nil || gv.Group != machineGroup || ref.Kind != clusterv1.MachineKind {
+		if err != nil || gv.Group != machineGroup {
 			continue
 		}
-		m := &clusterv1.Machine{}
-		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cfg.Namespace, Name: ref.Name}, m); err != nil {
-			return nil, client.IgnoreNotFound(err)
+		switch ref.Kind {
+		case clusterv1.MachineKind:
+			m := &clusterv1.Machine{}
+			if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cfg.Namespace, Name: ref.Name}, m); err != nil {
+				return nil, client.IgnoreNotFound(err)
+			}
+			return m, nil
+		case clusterv1.MachinePoolKind:
+			mp := &clusterv1.MachinePool{}
+			if err := r.Client.Get(ctx, client.ObjectKey{Namespace: cfg.Namespace, Name: ref.Name}, mp); err != nil {
+				return nil, client.IgnoreNotFound(err)
+			}
+			return poolMachine(mp), nil
 		}
-		return m, nil
 	}
 	return nil, nil
+}
+
+// poolMachine is the Machine a MachinePool's template describes, as the
+// config of the pool sees it. Its data secret name stays unset: the pool
+// copies it from the config, not the other way round.
+func poolMachine(mp *clusterv1.MachinePool) *clusterv1.Machine {
+	m := &clusterv1.Machine{
+		ObjectMeta: metav1.ObjectMeta{Name: mp.Name, Namespace: mp.Namespace, UID: mp.UID, Labels: mp.Spec.Template.Labels,
+			DeletionTimestamp: mp.DeletionTimestamp},
+		Spec: *mp.Spec.Template.Spec.DeepCopy(),
+	}
+	m.Spec.Bootstrap.DataSecretName = nil
+	return m
 }
 
 func (r *Reconciler) event(regarding *bootstrapv1.KubeadmConfig, eventType, reason, action, note string, args ...any) {

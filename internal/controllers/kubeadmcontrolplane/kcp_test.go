@@ -106,6 +106,10 @@ func controlPlaneObjects(ns string, replicas int32, port int64) (*unstructured.U
 			Version:  "v1.35.0",
 			MachineTemplate: controlplanev1.KubeadmControlPlaneMachineTemplate{Spec: controlplanev1.KubeadmControlPlaneMachineTemplateSpec{
 				InfrastructureRef: provider.InfraMachineTemplate.Ref("cp"),
+				// A taint that keeps nothing off the Node, to see the
+				// template's taints reach the Machines.
+				Taints: []clusterv1.MachineTaint{{Key: "example.com/control-plane", Effect: corev1.TaintEffectPreferNoSchedule,
+					Propagation: clusterv1.MachineTaintPropagationOnInitialization}},
 			}},
 			KubeadmConfigSpec: bootstrapv1.KubeadmConfigSpec{
 				ClusterConfiguration: bootstrapv1.ClusterConfiguration{APIServer: bootstrapv1.APIServer{CertSANs: []string{"localhost"}}},
@@ -116,6 +120,12 @@ func controlPlaneObjects(ns string, replicas int32, port int64) (*unstructured.U
 	cluster.Spec.InfrastructureRef = provider.InfraCluster.Ref("c")
 	cluster.Spec.ControlPlaneRef = clusterv1.ContractVersionedObjectReference{APIGroup: controlplanev1.GroupVersion.Group, Kind: "KubeadmControlPlane", Name: "c-cp"}
 	return infra, kcp, cluster
+}
+
+// kcpTemplateTaints are the taints of the machine template controlPlaneObjects makes.
+func kcpTemplateTaints(ns string) []clusterv1.MachineTaint {
+	_, kcp, _ := controlPlaneObjects(ns, 1, 0)
+	return kcp.Spec.MachineTemplate.Spec.Taints
 }
 
 func controlPlaneMachines(t *testing.T, ns string) []clusterv1.Machine {
@@ -203,14 +213,21 @@ func TestInitJoinGatesAndDeletion(t *testing.T) {
 	if _, ok := first.Annotations[controlplanev1.PreTerminateHookCleanupAnnotation]; !ok {
 		t.Error("init Machine has no pre-terminate hook")
 	}
+	if !reflect.DeepEqual(first.Spec.Taints, kcpTemplateTaints(ns)) {
+		t.Errorf("init Machine taints %+v, want the machine template's", first.Spec.Taints)
+	}
 	var clusterCfg bootstrapv1.ClusterConfiguration
 	if err := json.Unmarshal([]byte(first.Annotations[controlplanev1.KubeadmClusterConfigurationAnnotation]), &clusterCfg); err != nil || len(clusterCfg.APIServer.CertSANs) != 1 {
 		t.Errorf("cluster configuration annotation: %v %v", clusterCfg, err)
 	}
+	// Machines first: the Machine exists before its KubeadmConfig.
 	cfg := &bootstrapv1.KubeadmConfig{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: first.Spec.Bootstrap.ConfigRef.Name}, cfg); err != nil {
-		t.Fatal(err)
-	}
+	fixture.Eventually(t, "the init Machine's KubeadmConfig", 30*time.Second, func(context.Context) string {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: first.Spec.Bootstrap.ConfigRef.Name}, cfg); err != nil {
+			return err.Error()
+		}
+		return ""
+	})
 	if cfg.Spec.JoinConfiguration.ControlPlane != nil || len(cfg.Spec.ClusterConfiguration.APIServer.CertSANs) != 1 {
 		t.Errorf("init KubeadmConfig spec: %+v", cfg.Spec)
 	}
@@ -275,6 +292,9 @@ func TestInitJoinGatesAndDeletion(t *testing.T) {
 		kcp := getKCP(t, ns)
 		if !ptr.Deref(kcp.Status.Initialization.ControlPlaneInitialized, false) {
 			return "not initialized: " + conditionMessage(kcp, controlplanev1.KubeadmControlPlaneInitializedCondition)
+		}
+		if v := kcp.Status.Versions; len(v) != 1 || v[0].Replicas != 1 {
+			return fmt.Sprintf("versions %+v, want the one Machine", v)
 		}
 		if msg := conditionMessage(kcp, controlplanev1.KubeadmControlPlaneEtcdClusterHealthyCondition); !strings.Contains(msg, "member capstan belongs to no Machine") {
 			return "EtcdClusterHealthy " + msg

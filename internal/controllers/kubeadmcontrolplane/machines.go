@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -212,6 +213,7 @@ func newMachine(s *scope, failureDomain string) (*clusterv1.Machine, error) {
 			Version:        kcp.Spec.Version,
 			FailureDomain:  failureDomain,
 			ReadinessGates: tmpl.ReadinessGates,
+			Taints:         slices.Clone(tmpl.Taints),
 			Deletion: clusterv1.MachineDeletionSpec{
 				NodeDrainTimeoutSeconds:        tmpl.Deletion.NodeDrainTimeoutSeconds,
 				NodeVolumeDetachTimeoutSeconds: tmpl.Deletion.NodeVolumeDetachTimeoutSeconds,

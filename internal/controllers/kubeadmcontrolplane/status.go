@@ -66,6 +66,11 @@ func (r *Reconciler) updateStatus(s *scope) {
 		}
 		st.Replicas = ptr.To(int32(len(s.machines)))
 		st.ReadyReplicas, st.AvailableReplicas, st.UpToDateReplicas = &ready, &available, &upToDate
+		machines := make([]*clusterv1.Machine, 0, len(s.machines))
+		for _, m := range s.machines {
+			machines = append(machines, m.machine)
+		}
+		st.Versions = plan.CountVersions(machines)
 		if len(versions) > 0 && len(versions) == len(s.machines) {
 			sort.Slice(versions, func(i, j int) bool { return versions[i].LessThan(versions[j]) })
 			st.Version = "v" + versions[0].String()

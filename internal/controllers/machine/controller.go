@@ -2,6 +2,7 @@ package machine
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -48,8 +49,22 @@ type Reconciler struct {
 }
 
 // statusGate: every change of a Machine's status that others act on goes
-// out at once; only a changed condition message or reason is paced.
-var statusGate = pace.AllButTexts
+// out at once; a changed condition message or reason is paced, and so are
+// the times the Machine began waiting for its deletion hooks: they only
+// report, and they come with a Deleting message that is paced too.
+func statusGate(status map[string]any) any {
+	pick, _ := pace.AllButTexts(status).(map[string]any)
+	if d, ok := pick["deletion"].(map[string]any); ok {
+		d = maps.Clone(d)
+		delete(d, "waitForPreDrainHookStartTime")
+		delete(d, "waitForPreTerminateHookStartTime")
+		pick["deletion"] = d
+		if len(d) == 0 {
+			delete(pick, "deletion")
+		}
+	}
+	return pick
+}
 
 // SetupWithManager registers the controller, the providerID index, and
 // watches on Clusters (initialization and pause change what a Machine may

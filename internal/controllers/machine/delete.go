@@ -17,6 +17,7 @@ import (
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/drain"
+	"capstan.dev/capstan/internal/workload"
 )
 
 // How often deletion looks again at things that do not send events to the
@@ -39,6 +40,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	}
 	if hooks := hooksWithPrefix(m, clusterv1.PreDrainDeleteHookAnnotationPrefix); len(hooks) > 0 {
 		s.deleting = "waiting for pre-drain hooks to be removed: " + strings.Join(hooks, ", ")
+		startOnce(&deletionStatus(m).WaitForPreDrainHookStartTime, s.now)
 		return ctrl.Result{}, nil
 	}
 
@@ -55,6 +57,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	if hooks := hooksWithPrefix(m, clusterv1.PreTerminateDeleteHookAnnotationPrefix); len(hooks) > 0 {
 		s.deleting = "waiting for pre-terminate hooks to be removed: " + strings.Join(hooks, ", ")
 		s.waitingForPreTerminateHooks = true
+		startOnce(&deletionStatus(m).WaitForPreTerminateHookStartTime, s.now)
 		return ctrl.Result{}, nil
 	}
 
@@ -92,7 +95,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 // and not when the Machine never got a Node.
 func (r *Reconciler) nodeAccess(ctx context.Context, s *scope) (client.Client, bool) {
 	c := s.cluster
-	if c == nil || !c.DeletionTimestamp.IsZero() || !workloadReachable(c) || r.Workload == nil {
+	if c == nil || !c.DeletionTimestamp.IsZero() || !workload.Reachable(c) || r.Workload == nil {
 		return nil, true
 	}
 	if s.machine.Status.NodeRef.Name == "" {
@@ -106,17 +109,28 @@ func (r *Reconciler) nodeAccess(ctx context.Context, s *scope) (client.Client, b
 	return wc, false
 }
 
+// deletionStatus is the Machine's status.deletion, made when it has none.
+func deletionStatus(m *clusterv1.Machine) *clusterv1.MachineDeletionStatus {
+	if m.Status.Deletion == nil {
+		m.Status.Deletion = &clusterv1.MachineDeletionStatus{}
+	}
+	return m.Status.Deletion
+}
+
+// startOnce records now as the start of a wait, unless the wait already has
+// a start: a later pass must not move it.
+func startOnce(start *metav1.Time, now time.Time) {
+	if start.IsZero() {
+		*start = metav1.NewTime(now)
+	}
+}
+
 func (r *Reconciler) drainNode(ctx context.Context, s *scope, wc client.Client) (time.Duration, error) {
 	m := s.machine
 	if _, excluded := m.Annotations[clusterv1.ExcludeNodeDrainingAnnotation]; excluded {
 		return 0, nil
 	}
-	if m.Status.Deletion == nil {
-		m.Status.Deletion = &clusterv1.MachineDeletionStatus{}
-	}
-	if m.Status.Deletion.NodeDrainStartTime.IsZero() {
-		m.Status.Deletion.NodeDrainStartTime = metav1.NewTime(s.now)
-	}
+	startOnce(&deletionStatus(m).NodeDrainStartTime, s.now)
 	if drain.TimeoutPassed(m.Status.Deletion.NodeDrainStartTime.Time, s.now, ptr.Deref(m.Spec.Deletion.NodeDrainTimeoutSeconds, 0)) {
 		r.event(m, corev1.EventTypeWarning, "DrainTimedOut", "Drain", fmt.Sprintf("gave up draining node %s after nodeDrainTimeoutSeconds", m.Status.NodeRef.Name))
 		return 0, nil
@@ -191,12 +205,7 @@ func (r *Reconciler) waitForVolumes(ctx context.Context, s *scope) (time.Duratio
 	if detached {
 		return 0, nil
 	}
-	if m.Status.Deletion == nil {
-		m.Status.Deletion = &clusterv1.MachineDeletionStatus{}
-	}
-	if m.Status.Deletion.WaitForNodeVolumeDetachStartTime.IsZero() {
-		m.Status.Deletion.WaitForNodeVolumeDetachStartTime = metav1.NewTime(s.now)
-	}
+	startOnce(&deletionStatus(m).WaitForNodeVolumeDetachStartTime, s.now)
 	if drain.TimeoutPassed(m.Status.Deletion.WaitForNodeVolumeDetachStartTime.Time, s.now, ptr.Deref(m.Spec.Deletion.NodeVolumeDetachTimeoutSeconds, 0)) {
 		return 0, nil
 	}

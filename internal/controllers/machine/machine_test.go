@@ -207,12 +207,16 @@ func TestMachineLifecycle(t *testing.T) {
 	if err := provider.SetStatus(ctx, mgmt.Client, infra, map[string]any{
 		"initialization": map[string]any{"provisioned": true},
 		"addresses":      []any{map[string]any{"type": "InternalIP", "address": "10.1.2.3"}},
+		"failureDomain":  "fd-b",
 	}); err != nil {
 		t.Fatal(err)
 	}
 	machineCheck(t, key, func(m *clusterv1.Machine) string {
 		if m.Spec.ProviderID != providerID || len(m.Status.Addresses) != 1 {
 			return fmt.Sprintf("providerID %q addresses %+v", m.Spec.ProviderID, m.Status.Addresses)
+		}
+		if m.Status.FailureDomain != "fd-b" {
+			return "status.failureDomain " + m.Status.FailureDomain
 		}
 		if m.Status.Phase != string(clusterv1.MachinePhaseProvisioned) {
 			return "phase " + m.Status.Phase
@@ -290,18 +294,24 @@ func TestMachineLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	hook := clusterv1.PreDrainDeleteHookAnnotationPrefix + "/test"
+	terminateHook := clusterv1.PreTerminateDeleteHookAnnotationPrefix + "/test"
 	if err := mgmt.Client.Patch(ctx, got, client.RawPatch("application/merge-patch+json",
-		[]byte(`{"metadata":{"annotations":{"`+hook+`":""}}}`))); err != nil {
+		[]byte(`{"metadata":{"annotations":{"`+hook+`":"","`+terminateHook+`":""}}}`))); err != nil {
 		t.Fatal(err)
 	}
 	if err := mgmt.Client.Delete(ctx, got); err != nil {
 		t.Fatal(err)
 	}
+	var preDrainStart metav1.Time
 	machineCheck(t, key, func(m *clusterv1.Machine) string {
 		c := meta.FindStatusCondition(m.Status.Conditions, clusterv1.DeletingCondition)
 		if c == nil || !strings.Contains(c.Message, "pre-drain hooks") {
 			return fmt.Sprintf("Deleting %+v", c)
 		}
+		if m.Status.Deletion == nil || m.Status.Deletion.WaitForPreDrainHookStartTime.IsZero() {
+			return fmt.Sprintf("no waitForPreDrainHookStartTime in %+v", m.Status.Deletion)
+		}
+		preDrainStart = m.Status.Deletion.WaitForPreDrainHookStartTime
 		return ""
 	})
 	if err := workloadEnv.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
@@ -309,6 +319,25 @@ func TestMachineLifecycle(t *testing.T) {
 	}
 	if err := mgmt.Client.Patch(ctx, got, client.RawPatch("application/merge-patch+json",
 		[]byte(`{"metadata":{"annotations":{"`+hook+`":null}}}`))); err != nil {
+		t.Fatal(err)
+	}
+	// Drained, the Machine waits for its pre-terminate hook, and says since when.
+	machineCheck(t, key, func(m *clusterv1.Machine) string {
+		c := meta.FindStatusCondition(m.Status.Conditions, clusterv1.DeletingCondition)
+		if c == nil || !strings.Contains(c.Message, "pre-terminate hooks") {
+			return fmt.Sprintf("Deleting %+v", c)
+		}
+		d := m.Status.Deletion
+		if d == nil || d.WaitForPreTerminateHookStartTime.IsZero() || d.NodeDrainStartTime.IsZero() {
+			return fmt.Sprintf("deletion status %+v", d)
+		}
+		if !d.WaitForPreDrainHookStartTime.Equal(&preDrainStart) {
+			return fmt.Sprintf("waitForPreDrainHookStartTime moved from %v to %v", preDrainStart, d.WaitForPreDrainHookStartTime)
+		}
+		return ""
+	})
+	if err := mgmt.Client.Patch(ctx, got, client.RawPatch("application/merge-patch+json",
+		[]byte(`{"metadata":{"annotations":{"`+terminateHook+`":null}}}`))); err != nil {
 		t.Fatal(err)
 	}
 	fixture.Eventually(t, "machine gone", 30*time.Second, func(ctx context.Context) string {

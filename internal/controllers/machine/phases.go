@@ -2,7 +2,6 @@ package machine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -167,6 +166,13 @@ func (r *Reconciler) reconcileInfrastructure(ctx context.Context, s *scope) (tim
 		return 0, err
 	}
 	m.Status.Addresses = addresses
+	placed, err := contract.PlacedFailureDomain(obj)
+	if err != nil {
+		return 0, err
+	}
+	if placed != "" {
+		m.Status.FailureDomain = placed
+	}
 	if m.Spec.FailureDomain == "" {
 		fd, err := contract.FailureDomain(obj)
 		if err != nil {
@@ -182,7 +188,7 @@ func (r *Reconciler) reconcileInfrastructure(ctx context.Context, s *scope) (tim
 // providerID.
 func (r *Reconciler) reconcileNode(ctx context.Context, s *scope) (time.Duration, error) {
 	m := s.machine
-	if m.Spec.ProviderID == "" || !workloadReachable(s.cluster) || r.Workload == nil {
+	if m.Spec.ProviderID == "" || !workload.Reachable(s.cluster) || r.Workload == nil {
 		return 0, nil
 	}
 	key := client.ObjectKeyFromObject(s.cluster)
@@ -193,17 +199,17 @@ func (r *Reconciler) reconcileNode(ctx context.Context, s *scope) (time.Duration
 		Handler: handler.EnqueueRequestsFromMapFunc(r.nodeToMachine(m.Namespace)),
 	}); err != nil {
 		s.nodeErr = err
-		return nodeRetry(err), nil
+		return workload.RetryAfter(err), nil
 	}
 	c, err := r.Workload.GetClient(ctx, key)
 	if err != nil {
 		s.nodeErr = err
-		return nodeRetry(err), nil
+		return workload.RetryAfter(err), nil
 	}
 	node, err := nodeByProviderID(ctx, c, m.Spec.ProviderID)
 	if err != nil {
 		s.nodeErr = err
-		return nodeRetry(err), nil
+		return workload.RetryAfter(err), nil
 	}
 	if node == nil {
 		if m.Status.NodeRef.Name != "" {
@@ -216,23 +222,6 @@ func (r *Reconciler) reconcileNode(ctx context.Context, s *scope) (time.Duration
 	info := node.Status.NodeInfo
 	m.Status.NodeInfo = &info
 	return 0, r.syncNode(ctx, c, s)
-}
-
-// workloadReachable tells whether the workload cluster's API server is
-// expected to answer: once the control plane is initialized, or, for a
-// Cluster whose control plane is bare Machines, as soon as a kubeconfig
-// may exist (their first Node is what initializes the control plane).
-func workloadReachable(c *clusterv1.Cluster) bool {
-	return ptr.Deref(c.Status.Initialization.ControlPlaneInitialized, false) || !c.Spec.ControlPlaneRef.IsDefined()
-}
-
-// nodeRetry is how soon to look again after the workload cluster could not
-// be asked: the cache retries a failed connection no sooner than every 10 s.
-func nodeRetry(err error) time.Duration {
-	if errors.Is(err, workload.ErrClusterNotConnected) {
-		return 15 * time.Second
-	}
-	return 5 * time.Second
 }
 
 func nodeByProviderID(ctx context.Context, c client.Reader, providerID string) (*corev1.Node, error) {

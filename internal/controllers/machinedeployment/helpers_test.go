@@ -91,21 +91,6 @@ func TestDefaults(t *testing.T) {
 	if len(custom.Spec.Selector.MatchLabels) != 1 || custom.Spec.Template.Labels != nil {
 		t.Errorf("a selector that is set was changed: %+v", custom.Spec.Selector)
 	}
-
-	for _, c := range []struct {
-		annotations map[string]string
-		want        int32
-	}{
-		{nil, 1},
-		{map[string]string{clusterv1.AutoscalerMinSizeAnnotation: "3"}, 1},
-		{map[string]string{clusterv1.AutoscalerMinSizeAnnotation: "3", clusterv1.AutoscalerMaxSizeAnnotation: "5"}, 3},
-		{map[string]string{clusterv1.AutoscalerMinSizeAnnotation: "x", clusterv1.AutoscalerMaxSizeAnnotation: "5"}, 1},
-	} {
-		md := &clusterv1.MachineDeployment{ObjectMeta: metav1.ObjectMeta{Annotations: c.annotations}}
-		if got := defaultReplicas(md); got != c.want {
-			t.Errorf("annotations %v: replicas %d, want %d", c.annotations, got, c.want)
-		}
-	}
 }
 
 func TestSyncSetPropagatesInPlaceFieldsToTheUpToDateSetOnly(t *testing.T) {

@@ -306,8 +306,15 @@ func settled(t *testing.T, key client.ObjectKey) (*clusterv1.MachineDeployment, 
 
 func setStatus(t *testing.T, ms *clusterv1.MachineSet, replicas, available, upToDate int32) {
 	t.Helper()
+	// All of a set's Machines run its template's version; a set without
+	// Machines counts none.
+	var versions any
+	if replicas > 0 {
+		versions = []any{map[string]any{"version": ms.Spec.Template.Spec.Version, "replicas": replicas}}
+	}
 	body, _ := json.Marshal(map[string]any{"status": map[string]any{
 		"replicas": replicas, "readyReplicas": available, "availableReplicas": available, "upToDateReplicas": upToDate,
+		"versions": versions,
 	}})
 	if err := env.Client.Status().Patch(context.Background(), ms, client.RawPatch(types.MergePatchType, body)); err != nil {
 		t.Fatalf("setting status of %s: %v", ms.Name, err)
@@ -496,6 +503,9 @@ func TestNewDeploymentCreatesOneMachineSet(t *testing.T) {
 	if md.Status.Phase != string(clusterv1.MachineDeploymentPhaseRunning) ||
 		ptr.Deref(md.Status.ReadyReplicas, 0) != 3 || ptr.Deref(md.Status.UpToDateReplicas, 0) != 3 {
 		t.Errorf("status %+v", md.Status)
+	}
+	if len(md.Status.Versions) != 1 || md.Status.Versions[0].Replicas != 3 {
+		t.Errorf("versions %+v, want the 3 Machines at one version", md.Status.Versions)
 	}
 
 	events := &eventsv1.EventList{}

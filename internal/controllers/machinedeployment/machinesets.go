@@ -69,7 +69,7 @@ func (r *Reconciler) reconcileMetadata(s *scope) {
 	ensureOwnerReference(md, s.cluster)
 	defaultSelector(md)
 	if md.Spec.Replicas == nil {
-		md.Spec.Replicas = ptr.To(defaultReplicas(md))
+		md.Spec.Replicas = ptr.To(plan.DefaultReplicas(md.Annotations))
 	}
 }
 
@@ -112,19 +112,6 @@ func defaultSelector(md *clusterv1.MachineDeployment) {
 		md.Spec.Template.Labels = map[string]string{}
 	}
 	maps.Copy(md.Spec.Template.Labels, sel.MatchLabels)
-}
-
-// defaultReplicas is the value of an unset spec.replicas: the autoscaler's
-// minimum when both of its size annotations are set, otherwise 1.
-func defaultReplicas(md *clusterv1.MachineDeployment) int32 {
-	minSize, okMin := md.Annotations[clusterv1.AutoscalerMinSizeAnnotation]
-	_, okMax := md.Annotations[clusterv1.AutoscalerMaxSizeAnnotation]
-	if okMin && okMax {
-		if n, err := strconv.ParseInt(minSize, 10, 32); err == nil && n >= 0 {
-			return int32(n)
-		}
-	}
-	return 1
 }
 
 // readMachineSets lists, from the cache, the MachineSets the

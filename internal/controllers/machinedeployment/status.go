@@ -99,6 +99,11 @@ func (r *Reconciler) summarize(s *scope) {
 	md.Status.ReadyReplicas = ptr.To(c.ready)
 	md.Status.AvailableReplicas = ptr.To(c.available)
 	md.Status.UpToDateReplicas = ptr.To(c.upToDate)
+	versions := make([][]clusterv1.StatusVersion, 0, len(s.sets))
+	for _, ms := range s.sets {
+		versions = append(versions, ms.Status.Versions)
+	}
+	md.Status.Versions = plan.SumVersions(versions...)
 
 	desired := ptr.Deref(md.Spec.Replicas, 0)
 	if !md.DeletionTimestamp.IsZero() {

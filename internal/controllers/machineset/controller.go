@@ -2,7 +2,6 @@ package machineset
 
 import (
 	"context"
-	"strconv"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,6 +26,7 @@ import (
 	"capstan.dev/capstan/internal/pace"
 	"capstan.dev/capstan/internal/patch"
 	"capstan.dev/capstan/internal/pause"
+	"capstan.dev/capstan/internal/plan"
 )
 
 // FieldManager is the field manager of every write the controller makes.
@@ -288,8 +288,8 @@ func ensureMetadata(s *scope) {
 		ms.Spec.Template.Labels = map[string]string{}
 	}
 	if len(sel.MatchLabels) == 0 && len(sel.MatchExpressions) == 0 {
-		sel.MatchLabels[clusterv1.MachineSetNameLabel] = labelValue(ms.Name)
-		ms.Spec.Template.Labels[clusterv1.MachineSetNameLabel] = labelValue(ms.Name)
+		sel.MatchLabels[clusterv1.MachineSetNameLabel] = contract.LabelValue(ms.Name)
+		ms.Spec.Template.Labels[clusterv1.MachineSetNameLabel] = contract.LabelValue(ms.Name)
 	}
 	// Selector and template always name the cluster, so that a set never
 	// counts another cluster's Machines.
@@ -297,21 +297,8 @@ func ensureMetadata(s *scope) {
 	ms.Spec.Template.Labels[clusterv1.ClusterNameLabel] = ms.Spec.ClusterName
 
 	if ms.Spec.Replicas == nil {
-		ms.Spec.Replicas = ptr.To(defaultReplicas(ms.Annotations))
+		ms.Spec.Replicas = ptr.To(plan.DefaultReplicas(ms.Annotations))
 	}
-}
-
-// defaultReplicas is the autoscaler's minimum size when both of its bounds
-// are set, otherwise 1.
-func defaultReplicas(annotations map[string]string) int32 {
-	minSize, okMin := annotations[clusterv1.AutoscalerMinSizeAnnotation]
-	_, okMax := annotations[clusterv1.AutoscalerMaxSizeAnnotation]
-	if okMin && okMax {
-		if n, err := strconv.ParseInt(minSize, 10, 32); err == nil && n >= 0 {
-			return int32(n)
-		}
-	}
-	return 1
 }
 
 // readDeployment reads the MachineDeployment that made the set, if any.

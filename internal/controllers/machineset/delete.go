@@ -6,6 +6,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/conditions"
 )
 
 // reconcileDelete deletes the set's Machines and lets the set go once they
@@ -30,6 +31,6 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) error {
 			going = append(going, m)
 		}
 	}
-	s.deleting = "Waiting for " + machineList(names) + " to be deleted"
+	s.deleting = "Waiting for " + conditions.MachineList(names) + " to be deleted"
 	return r.deleteMachines(ctx, s, going, "the MachineSet is being deleted")
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
@@ -47,24 +46,6 @@ func TestMachineName(t *testing.T) {
 	b, _ := machineName("", "c", "ms", randomString)
 	if a == b || len(a) != len("ms-")+randomLength {
 		t.Errorf("random names %q and %q", a, b)
-	}
-}
-
-func TestLabelValue(t *testing.T) {
-	if got := labelValue("ms-1"); got != "ms-1" {
-		t.Errorf("a valid value changed: %q", got)
-	}
-	long := strings.Repeat("machineSetName", 12)
-	got := labelValue(long)
-	if problems := validation.IsValidLabelValue(got); len(problems) > 0 {
-		t.Errorf("%q is not a label value: %v", got, problems)
-	}
-	// The spelling Cluster API uses for the same name.
-	if got != "hash_FR_ghQ_z" {
-		t.Errorf("labelValue(long) = %q", got)
-	}
-	if labelValue(long+"x") == got {
-		t.Error("different names hash alike")
 	}
 }
 
@@ -186,33 +167,5 @@ func TestUpToDate(t *testing.T) {
 	ms.CreationTimestamp = metav1.NewTime(now.Add(-time.Second))
 	if c, _ := upToDate(ms, md, now); c.Status != metav1.ConditionTrue {
 		t.Errorf("set created after rollout.after: %+v", c)
-	}
-}
-
-func TestDefaultReplicas(t *testing.T) {
-	for _, tt := range []struct {
-		annotations map[string]string
-		want        int32
-	}{
-		{nil, 1},
-		{map[string]string{clusterv1.AutoscalerMinSizeAnnotation: "3"}, 1},
-		{map[string]string{clusterv1.AutoscalerMinSizeAnnotation: "3", clusterv1.AutoscalerMaxSizeAnnotation: "5"}, 3},
-		{map[string]string{clusterv1.AutoscalerMinSizeAnnotation: "x", clusterv1.AutoscalerMaxSizeAnnotation: "5"}, 1},
-	} {
-		if got := defaultReplicas(tt.annotations); got != tt.want {
-			t.Errorf("defaultReplicas(%v) = %d, want %d", tt.annotations, got, tt.want)
-		}
-	}
-}
-
-func TestMachineList(t *testing.T) {
-	if got := machineList([]string{"b", "a"}); got != "Machines a, b" {
-		t.Error(got)
-	}
-	if got := machineList([]string{"e", "d", "c", "b", "a"}); got != "Machines a, b, c and 2 more" {
-		t.Error(got)
-	}
-	if got := machineList([]string{"a"}); got != "Machine a" {
-		t.Error(got)
 	}
 }

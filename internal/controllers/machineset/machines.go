@@ -39,7 +39,7 @@ func machineLabels(ms *clusterv1.MachineSet) map[string]string {
 		labels = map[string]string{}
 	}
 	labels[clusterv1.ClusterNameLabel] = ms.Spec.ClusterName
-	labels[clusterv1.MachineSetNameLabel] = labelValue(ms.Name)
+	labels[clusterv1.MachineSetNameLabel] = contract.LabelValue(ms.Name)
 	if md, ok := ms.Labels[clusterv1.MachineDeploymentNameLabel]; ok {
 		labels[clusterv1.MachineDeploymentNameLabel] = md
 	}
@@ -234,7 +234,7 @@ func (r *Reconciler) reconcileLeftoverClones(ctx context.Context, s *scope) (tim
 		}
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := r.clones.List(ctx, list, client.InNamespace(s.ms.Namespace), client.MatchingFields{index.MachineSetName: labelValue(s.ms.Name)}); err != nil {
+		if err := r.clones.List(ctx, list, client.InNamespace(s.ms.Namespace), client.MatchingFields{index.MachineSetName: contract.LabelValue(s.ms.Name)}); err != nil {
 			errs = append(errs, err)
 			continue
 		}

@@ -147,6 +147,9 @@ func TestScaleUpClonesTemplates(t *testing.T) {
 		if ptr.Deref(s.Replicas, -1) != 3 || ptr.Deref(s.UpToDateReplicas, -1) != 3 || ptr.Deref(s.ReadyReplicas, -1) != 0 {
 			return "counters"
 		}
+		if want := []clusterv1.StatusVersion{{Version: "v1.33.0", Replicas: 3}}; !reflect.DeepEqual(s.Versions, want) {
+			return fmt.Sprintf("versions %+v, want %+v", s.Versions, want)
+		}
 		if s.Selector != "cluster.x-k8s.io/cluster-name=c,cluster.x-k8s.io/set-name=workers" {
 			return "selector " + s.Selector
 		}

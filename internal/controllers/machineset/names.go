@@ -2,9 +2,7 @@ package machineset
 
 import (
 	"bytes"
-	"encoding/base64"
 	"fmt"
-	"hash/fnv"
 	"strings"
 	"text/template"
 
@@ -66,18 +64,6 @@ func machineName(nameTemplate, clusterName, machineSetName string, random func(i
 }
 
 func randomString(n int) string { return utilrand.String(n) }
-
-// labelValue is name as a label value: unchanged when it is a valid one,
-// otherwise (longer than 63 characters, say) a short hash of it, spelled the
-// way Cluster API spells it so that labels written by either agree.
-func labelValue(name string) string {
-	if len(validation.IsValidLabelValue(name)) == 0 {
-		return name
-	}
-	h := fnv.New32a()
-	h.Write([]byte(name))
-	return "hash_" + base64.RawURLEncoding.EncodeToString(h.Sum(nil)) + "_z"
-}
 
 // ownedKeys returns the keys of metadata.labels or metadata.annotations
 // (field is "labels" or "annotations") that manager set through updates or

@@ -27,6 +27,7 @@ import (
 	"capstan.dev/capstan/internal/kit"
 	"capstan.dev/capstan/internal/pace"
 	"capstan.dev/capstan/internal/patch"
+	"capstan.dev/capstan/internal/providers/pool"
 )
 
 // Options configure the in-memory provider.
@@ -69,8 +70,8 @@ func (p *Provider) Clusters() int {
 // Requests is the number of requests all simulated API servers answered.
 func (p *Provider) Requests() int64 { return p.sim.calls.Load() }
 
-// Setup registers the InMemoryCluster and InMemoryMachine controllers with
-// mgr; the simulated clusters stop with the manager.
+// Setup registers the InMemoryCluster, InMemoryMachine and
+// InMemoryMachinePool controllers with mgr; the simulated clusters stop with the manager.
 func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Provider, error) {
 	if err := inmemoryv1.AddToScheme(mgr.GetScheme()); err != nil {
 		return nil, err
@@ -134,6 +135,26 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Provider, error) 
 			Run:       machines.run,
 			// Deleted before it booted: nothing ran, only its timer goes.
 			Gone: func(key client.ObjectKey) { machines.bootAt.Delete(key) },
+		})
+	if err != nil {
+		return nil, err
+	}
+	pools := &poolReconciler{client: mgr.GetClient()}
+	err = ctrl.NewControllerManagedBy(mgr).
+		Named(InMemoryMachinePoolController).
+		WithOptions(opts).
+		For(&inmemoryv1.InMemoryMachinePool{}).
+		Watches(&clusterv1.MachinePool{}, handler.EnqueueRequestsFromMapFunc(pool.MachinePoolToPool(inmemoryv1.GroupVersion.Group, "InMemoryMachinePool"))).
+		Watches(&inmemoryv1.InMemoryMachine{}, handler.EnqueueRequestsFromMapFunc(pool.MemberToPool(mgr.GetClient(), inmemoryv1.GroupVersion.Group, "InMemoryMachinePool"))).
+		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(pool.MemberToPool(mgr.GetClient(), inmemoryv1.GroupVersion.Group, "InMemoryMachinePool"))).
+		Complete(&kit.Reconciler[*inmemoryv1.InMemoryMachinePool, *poolScope]{
+			Client:    mgr.GetClient(),
+			NewObject: func() *inmemoryv1.InMemoryMachinePool { return &inmemoryv1.InMemoryMachinePool{} },
+			Pacer:     pace.NewPacer(pace.DefaultStatusInterval),
+			Gate:      pace.AllButTexts,
+			Options:   []patch.Option{ownedConditions},
+			Scope:     pools.scope,
+			Run:       pools.run,
 		})
 	if err != nil {
 		return nil, err

@@ -1,7 +1,8 @@
 // Package inmemory is Capstan's in-memory infrastructure provider
-// (InMemoryCluster, InMemoryMachine): simulated machines for scale tests and
-// benchmarks, thousands per host, that the rest of Capstan cannot tell from
-// real ones.
+// (InMemoryCluster, InMemoryMachine, and InMemoryMachinePool, whose
+// instances are InMemoryMachines made through internal/providers/pool):
+// simulated machines for scale tests and benchmarks, thousands per host,
+// that the rest of Capstan cannot tell from real ones.
 //
 // # Why a light API server per cluster
 //

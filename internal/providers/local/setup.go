@@ -21,6 +21,7 @@ import (
 	localv1 "capstan.dev/capstan/api/infrastructure/local/v1beta2"
 	"capstan.dev/capstan/internal/kit"
 	"capstan.dev/capstan/internal/patch"
+	"capstan.dev/capstan/internal/providers/pool"
 )
 
 // Options configure the local provider.
@@ -47,8 +48,8 @@ const (
 	machineStopGrace = 30 * time.Second
 )
 
-// Setup registers the LocalCluster and LocalMachine controllers, and the
-// notifier that wakes them when processes change, with mgr.
+// Setup registers the LocalCluster, LocalMachine and LocalMachinePool
+// controllers, and the notifier that wakes them when processes change, with mgr.
 func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if o.Dir == "" {
 		return errors.New("local provider: Options.Dir is empty: give the root directory for local machines (capstan manager --local-dir)")
@@ -103,7 +104,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		stopper: newStopper(machineStopGrace), starts: map[types.NamespacedName]start{},
 	}
 	toMachines := handler.EnqueueRequestsFromMapFunc(machines.clusterObjectToLocalMachines)
-	return ctrl.NewControllerManagedBy(mgr).
+	err = ctrl.NewControllerManagedBy(mgr).
 		Named(LocalMachineController).
 		WithOptions(opts).
 		For(&localv1.LocalMachine{}).
@@ -117,6 +118,25 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 			Options:   []patch.Option{ownedConditions},
 			Scope:     machines.scope,
 			Run:       machines.run,
+		})
+	if err != nil {
+		return err
+	}
+	pools := &poolReconciler{client: mgr.GetClient()}
+	toPool := handler.EnqueueRequestsFromMapFunc(pool.MemberToPool(mgr.GetClient(), localv1.GroupVersion.Group, "LocalMachinePool"))
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(LocalMachinePoolController).
+		WithOptions(opts).
+		For(&localv1.LocalMachinePool{}).
+		Watches(&clusterv1.MachinePool{}, handler.EnqueueRequestsFromMapFunc(pool.MachinePoolToPool(localv1.GroupVersion.Group, "LocalMachinePool"))).
+		Watches(&localv1.LocalMachine{}, toPool).
+		Watches(&clusterv1.Machine{}, toPool).
+		Complete(&kit.Reconciler[*localv1.LocalMachinePool, *poolScope]{
+			Client:    mgr.GetClient(),
+			NewObject: func() *localv1.LocalMachinePool { return &localv1.LocalMachinePool{} },
+			Options:   []patch.Option{ownedConditions},
+			Scope:     pools.scope,
+			Run:       pools.run,
 		})
 }
 

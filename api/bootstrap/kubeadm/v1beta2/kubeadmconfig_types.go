@@ -2,6 +2,8 @@ package v1beta2
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 )
 
 // Format is the format of the bootstrap data a KubeadmConfig produces.
@@ -173,6 +175,37 @@ type KubeadmConfigStatus struct {
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// deprecated holds status fields of older API versions; Capstan does
+	// not write them.
+	// +optional
+	Deprecated *KubeadmConfigDeprecatedStatus `json:"deprecated,omitempty"`
+}
+
+// KubeadmConfigDeprecatedStatus holds a KubeadmConfig's status fields from
+// older API versions, kept for objects converted from them.
+type KubeadmConfigDeprecatedStatus struct {
+	// v1beta1 holds the fields v1beta1 had.
+	// +optional
+	V1Beta1 *KubeadmConfigV1Beta1DeprecatedStatus `json:"v1beta1,omitempty"`
+}
+
+// KubeadmConfigV1Beta1DeprecatedStatus is a KubeadmConfig's v1beta1 status
+// remainder.
+type KubeadmConfigV1Beta1DeprecatedStatus struct {
+	clusterv1.V1Beta1ConditionsStatus `json:",inline"`
+
+	// failureReason was a terse word for a fatal problem.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	FailureReason string `json:"failureReason,omitempty"`
+
+	// failureMessage was the explanation of a fatal problem.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=10240
+	FailureMessage string `json:"failureMessage,omitempty"`
 }
 
 // KubeadmConfigInitializationStatus reports the first provisioning of the
@@ -291,7 +324,26 @@ type File struct {
 	// together with content.
 	// +optional
 	ContentFrom FileSource `json:"contentFrom,omitempty,omitzero"`
+
+	// contentFormat says how the content, inline or from contentFrom, is
+	// read before it is written: Raw (the default when unset) writes it as
+	// it is; Template renders it as a Go text/template first, in which
+	// .controlPlane.version is the control plane's Kubernetes version.
+	// +optional
+	ContentFormat FileContentFormat `json:"contentFormat,omitempty"`
 }
+
+// FileContentFormat is how a file's content is read before it is written.
+// +kubebuilder:validation:Enum=Raw;Template
+type FileContentFormat string
+
+// The content formats of a file.
+const (
+	// FileContentFormatRaw writes the content as it is.
+	FileContentFormatRaw FileContentFormat = "Raw"
+	// FileContentFormatTemplate renders the content as a Go text/template.
+	FileContentFormatTemplate FileContentFormat = "Template"
+)
 
 // FileSource is where a file's content comes from. Only a Secret is supported.
 type FileSource struct {
@@ -456,6 +508,7 @@ type DiskSetup struct {
 func (d *DiskSetup) IsDefined() bool { return !isZero(*d) }
 
 // Partition says how to partition one device.
+// +kubebuilder:validation:XValidation:rule="[has(self.layout), has(self.diskLayout)].filter(x, x).size() == 1",message="a partition needs exactly one of layout (one partition for the whole device, or none) and diskLayout (a list of partitions by percentage): set one and remove the other"
 type Partition struct {
 	// device is the device to partition, for example /dev/sdb.
 	// +required
@@ -464,8 +517,9 @@ type Partition struct {
 	Device string `json:"device,omitempty"`
 
 	// layout, when true, makes one partition that spans the whole device; when
-	// false the device is left unpartitioned (or as it is).
-	// +required
+	// false the device is left unpartitioned (or as it is). Set layout or
+	// diskLayout, not both.
+	// +optional
 	Layout *bool `json:"layout,omitempty"`
 
 	// overwrite skips the safety checks and partitions the device even if it
@@ -478,7 +532,46 @@ type Partition struct {
 	// +optional
 	// +kubebuilder:validation:Enum=mbr;gpt
 	TableType string `json:"tableType,omitempty"`
+
+	// diskLayout lists the partitions to make, in order, each as a
+	// percentage of the device; the percentages add up to 100 at most. Set
+	// layout or diskLayout, not both.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:XValidation:rule="self.map(p, p.percentage).sum() <= 100",message="the percentages of diskLayout add up to more than 100: make them smaller"
+	DiskLayout []PartitionSpec `json:"diskLayout,omitempty"`
 }
+
+// PartitionSpec is one partition of a disk layout.
+type PartitionSpec struct {
+	// percentage of the device the partition takes, 1 to 100.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	Percentage int32 `json:"percentage,omitempty"`
+
+	// partitionType is the partition's type: Linux, LinuxSwap, LinuxRAID,
+	// LVM, Fat32, NTFS, LinuxExtended, or a GPT partition type GUID, passed
+	// as it is.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=36
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(Linux|LinuxSwap|LinuxRAID|LVM|Fat32|NTFS|LinuxExtended|[0-9A-Fa-f]{8}(-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12})$')",message="partitionType must be one of Linux, LinuxSwap, LinuxRAID, LVM, Fat32, NTFS, LinuxExtended or a GPT partition type GUID such as 0FC63DAF-8483-4772-8E79-3D69D8477DE4"
+	PartitionType string `json:"partitionType,omitempty"`
+}
+
+// The named partition types of a disk layout.
+const (
+	PartitionTypeLinux         = "Linux"
+	PartitionTypeLinuxSwap     = "LinuxSwap"
+	PartitionTypeLinuxRAID     = "LinuxRAID"
+	PartitionTypeLVM           = "LVM"
+	PartitionTypeFat32         = "Fat32"
+	PartitionTypeNTFS          = "NTFS"
+	PartitionTypeLinuxExtended = "LinuxExtended"
+)
 
 // Filesystem is a file system to create.
 type Filesystem struct {

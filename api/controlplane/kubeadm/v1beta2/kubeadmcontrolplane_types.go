@@ -247,6 +247,16 @@ type KubeadmControlPlaneMachineTemplateSpec struct {
 	// deleted.
 	// +optional
 	Deletion KubeadmControlPlaneMachineTemplateDeletionSpec `json:"deletion,omitempty,omitzero"`
+
+	// taints are the Node taints the control plane Machines get, copied to
+	// each Machine's spec.taints.
+	// +optional
+	// +listType=map
+	// +listMapKey=key
+	// +listMapKey=effect
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	Taints []clusterv1.MachineTaint `json:"taints,omitempty"`
 }
 
 // KubeadmControlPlaneMachineTemplateDeletionSpec holds the timeouts used when
@@ -424,6 +434,14 @@ type KubeadmControlPlaneStatus struct {
 	// +optional
 	UpToDateReplicas *int32 `json:"upToDateReplicas,omitempty"`
 
+	// versions counts the KubeadmControlPlane's Machines by Kubernetes version.
+	// +optional
+	// +listType=map
+	// +listMapKey=version
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=100
+	Versions []clusterv1.StatusVersion `json:"versions,omitempty"`
+
 	// version is the lowest Kubernetes version among the control plane
 	// Machines.
 	// +optional
@@ -439,6 +457,38 @@ type KubeadmControlPlaneStatus struct {
 	// lastRemediation records the most recent remediation.
 	// +optional
 	LastRemediation LastRemediationStatus `json:"lastRemediation,omitempty,omitzero"`
+
+	// deprecated holds status fields of older API versions; Capstan does
+	// not write them.
+	// +optional
+	Deprecated *KubeadmControlPlaneDeprecatedStatus `json:"deprecated,omitempty"`
+}
+
+// KubeadmControlPlaneDeprecatedStatus holds a KubeadmControlPlane's status
+// fields from older API versions, kept for objects converted from them.
+type KubeadmControlPlaneDeprecatedStatus struct {
+	// v1beta1 holds the fields v1beta1 had.
+	// +optional
+	V1Beta1 *KubeadmControlPlaneV1Beta1DeprecatedStatus `json:"v1beta1,omitempty"`
+}
+
+// KubeadmControlPlaneV1Beta1DeprecatedStatus is a KubeadmControlPlane's
+// v1beta1 status remainder.
+type KubeadmControlPlaneV1Beta1DeprecatedStatus struct {
+	clusterv1.V1Beta1FailureStatus `json:",inline"`
+
+	// updatedReplicas counted the Machines at the current spec.
+	// +optional
+	UpdatedReplicas int32 `json:"updatedReplicas"`
+
+	// readyReplicas counted the Machines with a Ready Node.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas"`
+
+	// unavailableReplicas counted the Machines still needed for the desired
+	// count to be available.
+	// +optional
+	UnavailableReplicas int32 `json:"unavailableReplicas"`
 }
 
 // KubeadmControlPlaneInitializationStatus reports the steps of bringing up

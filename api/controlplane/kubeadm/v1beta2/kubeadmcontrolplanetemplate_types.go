@@ -85,6 +85,16 @@ type KubeadmControlPlaneTemplateMachineTemplateSpec struct {
 	// deleted.
 	// +optional
 	Deletion KubeadmControlPlaneTemplateMachineTemplateDeletionSpec `json:"deletion,omitempty,omitzero"`
+
+	// taints are the Node taints the control plane Machines get, copied to
+	// each Machine's spec.taints.
+	// +optional
+	// +listType=map
+	// +listMapKey=key
+	// +listMapKey=effect
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	Taints []clusterv1.MachineTaint `json:"taints,omitempty"`
 }
 
 // KubeadmControlPlaneTemplateMachineTemplateDeletionSpec holds the timeouts
