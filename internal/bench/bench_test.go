@@ -47,10 +47,11 @@ func TestScaleWritesPerMachine(t *testing.T) {
 	}
 	ctrl.SetLogger(logr.Discard())
 	grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, io.Discard))
-	bin, err := testenv.Binary()
+	bin, removeBinary, err := testenv.Binary()
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(removeBinary)
 	for _, shape := range writeCeilings {
 		t.Run(fmt.Sprintf("1+%d", shape.workers), func(t *testing.T) {
 			res := runLogged(t, Config{Clusters: 10, Workers: shape.workers, NoDelays: true, Binary: bin, Timeout: 3 * time.Minute})

@@ -8,11 +8,13 @@ package deploy
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -21,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/config/crd"
 )
 
@@ -114,12 +117,12 @@ func Objects(o Options) ([]client.Object, error) {
 		&rbacv1.ClusterRole{
 			TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "ClusterRole"),
 			ObjectMeta: metav1.ObjectMeta{Name: ManagerName + "-local-provider", Labels: map[string]string{AggregateToManagerLabel: "true"}},
-			Rules:      localProviderRules,
+			Rules:      providerRules(crds, "infrastructure-local"),
 		},
 		&rbacv1.ClusterRole{
 			TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "ClusterRole"),
 			ObjectMeta: metav1.ObjectMeta{Name: ManagerName + "-inmemory-provider", Labels: map[string]string{AggregateToManagerLabel: "true"}},
-			Rules:      inMemoryProviderRules,
+			Rules:      providerRules(crds, "infrastructure-inmemory"),
 		},
 		&rbacv1.ClusterRoleBinding{
 			TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
@@ -180,33 +183,28 @@ var managerRules = []rbacv1.PolicyRule{
 	{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get"}},
 }
 
-// localProviderRules are the local infrastructure provider's rights: its
-// own kinds, aggregated into the manager's role like any provider's.
-var localProviderRules = []rbacv1.PolicyRule{
-	{
-		APIGroups: []string{"infrastructure.cluster.x-k8s.io"},
-		Resources: []string{
-			"localclusters", "localclusters/status", "localclusters/finalizers",
-			"localmachines", "localmachines/status", "localmachines/finalizers",
-			"localclustertemplates", "localmachinetemplates",
-		},
-		Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"},
-	},
-}
-
-// inMemoryProviderRules are the in-memory infrastructure provider's
-// rights: its own kinds (it reads Machines, Clusters and the cluster's
-// certificate Secrets through the core's rules).
-var inMemoryProviderRules = []rbacv1.PolicyRule{
-	{
-		APIGroups: []string{"infrastructure.cluster.x-k8s.io"},
-		Resources: []string{
-			"inmemoryclusters", "inmemoryclusters/status", "inmemoryclusters/finalizers",
-			"inmemorymachines", "inmemorymachines/status", "inmemorymachines/finalizers",
-			"inmemoryclustertemplates", "inmemorymachinetemplates",
-		},
-		Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"},
-	},
+// providerRules are the rights of one of Capstan's own infrastructure
+// providers, aggregated into the manager's role like any provider's: every
+// kind whose CRD carries the provider's label, with its status and
+// finalizers. Derived from the CRDs, so a new kind cannot be forgotten.
+func providerRules(crds []*apiextensionsv1.CustomResourceDefinition, provider string) []rbacv1.PolicyRule {
+	rule := rbacv1.PolicyRule{Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}
+	for _, c := range crds {
+		if c.Labels[clusterv1.ProviderNameLabel] != provider {
+			continue
+		}
+		if !slices.Contains(rule.APIGroups, c.Spec.Group) {
+			rule.APIGroups = append(rule.APIGroups, c.Spec.Group)
+		}
+		plural := c.Spec.Names.Plural
+		rule.Resources = append(rule.Resources, plural, plural+"/finalizers")
+		if slices.ContainsFunc(c.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool {
+			return v.Subresources != nil && v.Subresources.Status != nil
+		}) {
+			rule.Resources = append(rule.Resources, plural+"/status")
+		}
+	}
+	return []rbacv1.PolicyRule{rule}
 }
 
 func managerDeployment(o Options, labels, annotations map[string]string) *appsv1.Deployment {

@@ -53,7 +53,8 @@ type Env struct {
 	// Binary is the capstan binary the plane runs from.
 	Binary string
 
-	cmd *exec.Cmd
+	cmd          *exec.Cmd
+	removeBinary func()
 }
 
 // Main starts a plane, stores it in *env, runs the package's tests and stops
@@ -72,15 +73,16 @@ func Main(m *testing.M, env **Env) {
 
 // Start starts a plane on a fresh state directory.
 func Start() (*Env, error) {
-	bin, err := Binary()
+	bin, removeBinary, err := Binary()
 	if err != nil {
 		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "capstan-testenv-")
 	if err != nil {
+		removeBinary()
 		return nil, err
 	}
-	e := &Env{StateDir: dir, Binary: bin, Scheme: scheme.New()}
+	e := &Env{StateDir: dir, Binary: bin, Scheme: scheme.New(), removeBinary: removeBinary}
 	if err := e.start(); err != nil {
 		e.Stop()
 		return nil, err
@@ -144,6 +146,9 @@ func (e *Env) Stop() {
 	if e.StateDir != "" {
 		_ = os.RemoveAll(e.StateDir)
 	}
+	if e.removeBinary != nil {
+		e.removeBinary()
+	}
 }
 
 var nonName = regexp.MustCompile(`[^a-z0-9-]+`)
@@ -171,33 +176,35 @@ func (e *Env) Namespace(t testing.TB) string {
 	return ns.Name
 }
 
-// Binary returns the capstan binary to run: $CAPSTAN_BIN, or one built from
-// this module into a temporary directory (left for the OS to clean: the
-// process that built it may still be running it).
-func Binary() (string, error) {
+// Binary returns the capstan binary to run, $CAPSTAN_BIN or one built from
+// this module into a temporary directory, and the function that removes what
+// it built once nothing runs it any more (each build is 160 MB).
+func Binary() (bin string, remove func(), err error) {
 	if bin := os.Getenv("CAPSTAN_BIN"); bin != "" {
 		if _, err := os.Stat(bin); err != nil {
-			return "", fmt.Errorf("CAPSTAN_BIN=%s: %w", bin, err)
+			return "", nil, fmt.Errorf("CAPSTAN_BIN=%s: %w", bin, err)
 		}
-		return bin, nil
+		return bin, func() {}, nil
 	}
 	root, err := ModuleRoot()
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	// A directory per process: test binaries run in parallel, and one must
 	// not overwrite a binary another is executing.
 	out, err := os.MkdirTemp("", "capstan-testenv-bin-")
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	bin := filepath.Join(out, "capstan")
+	remove = func() { _ = os.RemoveAll(out) }
+	bin = filepath.Join(out, "capstan")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/capstan")
 	build.Dir = root
 	if msg, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building capstan (set CAPSTAN_BIN to skip): %v\n%s", err, msg)
+		remove()
+		return "", nil, fmt.Errorf("building capstan (set CAPSTAN_BIN to skip): %v\n%s", err, msg)
 	}
-	return bin, nil
+	return bin, remove, nil
 }
 
 // ModuleRoot is the directory of Capstan's go.mod.

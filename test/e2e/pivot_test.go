@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -61,6 +62,21 @@ func TestPivot(t *testing.T) {
 	expectSamePIDs(t, localDir, pids)
 
 	p.down()
+	t.Cleanup(func() {
+		if t.Failed() {
+			var logs []string
+			_ = filepath.WalkDir(localDir, func(path string, d os.DirEntry, err error) error {
+				if err == nil && d.Name() == "manager.log" {
+					logs = append(logs, path)
+				}
+				return nil
+			})
+			for _, l := range logs {
+				b, _ := os.ReadFile(l)
+				t.Logf("%s:\n%s", l, tail(string(b), 60))
+			}
+		}
+	})
 	waitUnpausedAndAvailable(t, self, "self")
 
 	md := &clusterv1.MachineDeployment{}

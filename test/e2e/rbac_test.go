@@ -77,7 +77,9 @@ func TestManagerRunsWithInstalledRBAC(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(runCtx, env.Binary, "manager", "--kubeconfig", kubeconfig,
 		"--leader-elect", "--leader-election-namespace", deploy.Namespace,
-		"--metrics-bind-address", "0", "--health-probe-bind-address", "0")
+		"--metrics-bind-address", "0", "--health-probe-bind-address", "0",
+		// Capstan's own providers run too, so their aggregated rules are checked.
+		"--local-dir", t.TempDir(), "--in-memory")
 	var logs strings.Builder
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
