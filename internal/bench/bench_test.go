@@ -47,11 +47,7 @@ func TestScaleWritesPerMachine(t *testing.T) {
 	}
 	ctrl.SetLogger(logr.Discard())
 	grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, io.Discard))
-	bin, removeBinary, err := testenv.Binary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(removeBinary)
+	bin := binary(t)
 	for _, shape := range writeCeilings {
 		t.Run(fmt.Sprintf("1+%d", shape.workers), func(t *testing.T) {
 			res := runLogged(t, Config{Clusters: 10, Workers: shape.workers, NoDelays: true, Binary: bin, Timeout: 3 * time.Minute})
@@ -82,10 +78,7 @@ func TestTopologyWritesPerMachine(t *testing.T) {
 	}
 	ctrl.SetLogger(logr.Discard())
 	grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, io.Discard))
-	bin, err := testenv.Binary()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := binary(t)
 	perMachine := map[bool]float64{}
 	for _, topology := range []bool{false, true} {
 		res := runLogged(t, Config{Clusters: 10, Workers: 1, NoDelays: true, Binary: bin, Timeout: 3 * time.Minute, Topology: topology})
@@ -95,6 +88,17 @@ func TestTopologyWritesPerMachine(t *testing.T) {
 		t.Errorf("a topology cluster costs %.1f API writes per Machine more than the same cluster by hand (%.1f against %.1f), want at most %d: see the topology run's table",
 			extra, perMachine[true], perMachine[false], topologyExtraWrites)
 	}
+}
+
+// binary is the capstan binary the benchmark's planes run, removed after
+// the test when it was built for it.
+func binary(t *testing.T) string {
+	bin, removeBinary, err := testenv.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(removeBinary)
+	return bin
 }
 
 // runLogged runs the benchmark, logs its table and fails the test when it
