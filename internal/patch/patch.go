@@ -17,6 +17,7 @@ import (
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -29,10 +30,10 @@ type Helper struct {
 	client client.Client
 	before map[string]any
 
-	// With owned conditions, status goes out by server-side apply under
-	// fieldManager, carrying only those condition types.
-	fieldManager    string
-	ownedConditions map[string]bool
+	// With an owned part, status goes out by server-side apply under
+	// fieldManager, carrying only what ownedStatus keeps of it.
+	fieldManager string
+	ownedStatus  func(status map[string]any) map[string]any
 
 	// soleWriter: no other controller writes the object's status.
 	soleWriter bool
@@ -66,13 +67,41 @@ func Pace(p *pace.Pacer, gate pace.Gate) Option {
 // controller then owns its own entries, and no write can conflict with or
 // drop another's.
 func OwnedConditions(fieldManager string, types ...string) Option {
+	owned := map[string]bool{}
+	for _, t := range types {
+		owned[t] = true
+	}
+	return OwnedStatus(fieldManager, func(status map[string]any) map[string]any {
+		KeepConditions(status, func(t string) bool { return owned[t] })
+		return status
+	})
+}
+
+// OwnedStatus makes status writes server-side applies, as fieldManager, of
+// what own keeps of the status (own gets a copy it may change). Use it when
+// the status is shared out by field as well as by condition (a topology
+// Cluster's upgrade plans and TopologyReconciled are the topology
+// controller's, the rest the Cluster controller's): each writer applies its
+// part, so neither conflicts with the other nor sets back what the other
+// wrote since it read.
+func OwnedStatus(fieldManager string, own func(status map[string]any) map[string]any) Option {
 	return func(h *Helper) {
 		h.fieldManager = fieldManager
-		h.ownedConditions = map[string]bool{}
-		for _, t := range types {
-			h.ownedConditions[t] = true
+		h.ownedStatus = own
+	}
+}
+
+// KeepConditions drops from status's conditions list the entries whose type
+// keep refuses.
+func KeepConditions(status map[string]any, keep func(conditionType string) bool) {
+	list, _ := status["conditions"].([]any)
+	kept := []any{}
+	for _, c := range list {
+		if m, ok := c.(map[string]any); ok && keep(fmt.Sprint(m["type"])) {
+			kept = append(kept, c)
 		}
 	}
+	status["conditions"] = kept
 }
 
 // SoleStatusWriter declares that the calling controller is the only writer
@@ -158,7 +187,7 @@ func (h *Helper) Patch(ctx context.Context, obj client.Object) error {
 			obj.SetGeneration(gen)
 		}
 	}
-	if statusChanged && h.ownedConditions != nil {
+	if statusChanged && h.ownedStatus != nil {
 		if err := h.applyStatus(ctx, obj, afterStatus); err != nil {
 			return err
 		}
@@ -196,27 +225,18 @@ func (h *Helper) Patch(ctx context.Context, obj client.Object) error {
 // it held nothing back.
 func (h *Helper) Deferred() time.Duration { return h.deferred }
 
-// applyStatus server-side applies the status with only the owned
-// conditions.
+// applyStatus server-side applies the part of the status the controller
+// owns.
 func (h *Helper) applyStatus(ctx context.Context, obj client.Object, status any) error {
-	st, _ := status.(map[string]any)
-	owned := map[string]any{}
-	for k, v := range st {
-		owned[k] = v
+	st, _ := runtime.DeepCopyJSONValue(status).(map[string]any)
+	if st == nil {
+		st = map[string]any{}
 	}
-	var conditions []any
-	list, _ := st["conditions"].([]any)
-	for _, c := range list {
-		if m, ok := c.(map[string]any); ok && h.ownedConditions[fmt.Sprint(m["type"])] {
-			conditions = append(conditions, c)
-		}
-	}
-	owned["conditions"] = conditions
 	gvk, err := apiutil.GVKForObject(obj, h.client.Scheme())
 	if err != nil {
 		return err
 	}
-	apply := &unstructured.Unstructured{Object: map[string]any{"status": owned}}
+	apply := &unstructured.Unstructured{Object: map[string]any{"status": h.ownedStatus(st)}}
 	apply.SetGroupVersionKind(gvk)
 	apply.SetNamespace(obj.GetNamespace())
 	apply.SetName(obj.GetName())

@@ -7,12 +7,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	localv1 "capstan.dev/capstan/api/infrastructure/local/v1beta2"
 	"capstan.dev/capstan/internal/patch"
 	"capstan.dev/capstan/internal/testenv"
+	"capstan.dev/capstan/internal/topology"
 	"capstan.dev/capstan/test/fixture"
 )
 
@@ -201,5 +203,50 @@ func TestOwnSpecChangeIsObserved(t *testing.T) {
 	_ = env.Client.Get(ctx, client.ObjectKeyFromObject(c), got)
 	if got.ResourceVersion != rv {
 		t.Error("a second patch without changes wrote")
+	}
+}
+
+// A Cluster's status shared out by field and condition (a topology
+// Cluster's): two controllers writing from the same copy both land without
+// a conflict, and each keeps what the other wrote, including a plan the one
+// cleared while the other still had it in its copy.
+func TestOwnedStatusPartsDoNotSetEachOtherBack(t *testing.T) {
+	ctx := context.Background()
+	c := createCluster(t)
+	plan := []clusterv1.StatusUpgradePlanVersion{{Version: "v1.35.9"}}
+	seed, _ := patch.NewHelper(c, env.Client, patch.OwnedStatus("topology-writer", topology.TopologyStatus))
+	c.Status.ControlPlane = &clusterv1.ClusterControlPlaneStatus{UpgradePlan: plan}
+	if err := seed.Patch(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+
+	clusterCopy, topologyCopy := c.DeepCopy(), c.DeepCopy()
+	clusterWriter, _ := patch.NewHelper(clusterCopy, env.Client, patch.OwnedStatus("cluster-writer", topology.StatusWithoutTopology))
+	topologyWriter, _ := patch.NewHelper(topologyCopy, env.Client, patch.OwnedStatus("topology-writer", topology.TopologyStatus))
+
+	topologyCopy.Status.ControlPlane.UpgradePlan = nil
+	meta.SetStatusCondition(&topologyCopy.Status.Conditions, metav1.Condition{Type: clusterv1.ClusterTopologyReconciledCondition, Status: metav1.ConditionTrue, Reason: "Done"})
+	if err := topologyWriter.Patch(ctx, topologyCopy); err != nil {
+		t.Fatal(err)
+	}
+	clusterCopy.Status.Phase = "Provisioned"
+	clusterCopy.Status.ControlPlane.Replicas = ptr.To(int32(1))
+	meta.SetStatusCondition(&clusterCopy.Status.Conditions, metav1.Condition{Type: clusterv1.AvailableCondition, Status: metav1.ConditionFalse, Reason: "Waiting"})
+	if err := clusterWriter.Patch(ctx, clusterCopy); err != nil {
+		t.Fatalf("the second writer, from a copy older than the first's write: %v", err)
+	}
+
+	got := &clusterv1.Cluster{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c), got); err != nil {
+		t.Fatal(err)
+	}
+	if meta.FindStatusCondition(got.Status.Conditions, clusterv1.ClusterTopologyReconciledCondition) == nil || meta.FindStatusCondition(got.Status.Conditions, clusterv1.AvailableCondition) == nil {
+		t.Errorf("conditions %+v, want both writers'", got.Status.Conditions)
+	}
+	if got.Status.Phase != "Provisioned" || got.Status.ControlPlane == nil || ptr.Deref(got.Status.ControlPlane.Replicas, 0) != 1 {
+		t.Errorf("the cluster writer's fields did not land: %+v", got.Status)
+	}
+	if got.Status.ControlPlane != nil && got.Status.ControlPlane.UpgradePlan != nil {
+		t.Errorf("the stale copy set the cleared upgrade plan back: %+v", got.Status.ControlPlane.UpgradePlan)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"capstan.dev/capstan/internal/pace"
 	"capstan.dev/capstan/internal/patch"
 	"capstan.dev/capstan/internal/pause"
+	"capstan.dev/capstan/internal/topology"
 	"capstan.dev/capstan/internal/workload"
 )
 
@@ -57,6 +58,10 @@ var statusGate = pace.Fields([]string{"initialization"},
 // MachineSets or MachineDeployments before it recounts them.
 const summaryDelay = time.Second
 
+// statusManager names the controller's server-side apply ownership of a
+// topology Cluster's status.
+const statusManager = "capstan-cluster"
+
 // SetupWithManager registers the controller. Machines, MachineSets,
 // MachineDeployments and MachinePools wake their Cluster (their counters feed its status);
 // provider objects wake the Cluster that controls them.
@@ -69,13 +74,11 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		NewObject: func() *clusterv1.Cluster { return &clusterv1.Cluster{} },
 		Pacer:     pace.NewPacer(pace.DefaultStatusInterval),
 		Gate:      statusGate,
-		// A managed Cluster's TopologyReconciled condition is the topology
-		// controller's: the conditions list of a topology Cluster is then
-		// written only over the version it was read from, so that a stale
-		// copy cannot drop or roll back that condition.
+		// A managed Cluster's status is shared with the topology controller
+		// (TopologyReconciled, the upgrade plans): each applies its part.
 		OptionsFor: func(c *clusterv1.Cluster) []patch.Option {
 			if c.Spec.Topology.IsDefined() {
-				return nil
+				return []patch.Option{patch.OwnedStatus(statusManager, topology.StatusWithoutTopology)}
 			}
 			return []patch.Option{patch.SoleStatusWriter()}
 		},

@@ -20,7 +20,9 @@ import (
 	"capstan.dev/capstan/internal/index"
 	"capstan.dev/capstan/internal/kit"
 	"capstan.dev/capstan/internal/pace"
+	"capstan.dev/capstan/internal/patch"
 	"capstan.dev/capstan/internal/pause"
+	"capstan.dev/capstan/internal/topology"
 	"capstan.dev/capstan/internal/topology/desired"
 )
 
@@ -73,6 +75,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		NewObject: func() *clusterv1.Cluster { return &clusterv1.Cluster{} },
 		Pacer:     pace.NewPacer(pace.DefaultStatusInterval),
 		Gate:      statusGate,
+		Options:   []patch.Option{patch.OwnedStatus(FieldManager, topology.TopologyStatus)},
 		Scope:     r.scope,
 		Run:       r.run,
 		Report:    r.report,
