@@ -25,7 +25,8 @@ type EtcdConfig struct {
 	// of this member alone.
 	InitialCluster string
 	// Join starts the member with --initial-cluster-state=existing: it was
-	// added to a running cluster with MemberAdd beforehand.
+	// added to a running cluster (as a learner, by a control-plane join)
+	// beforehand.
 	Join bool
 	// LogLevel is etcd's log level (debug, info, warn, error); empty means
 	// error.

@@ -164,55 +164,76 @@ func TestLocalClusterLifecycle(t *testing.T) {
 	})
 
 	t.Run("deleting the cluster leaves nothing", func(t *testing.T) {
-		var pids []int
-		lms := &localv1.LocalMachineList{}
-		if err := mc.List(ctx, lms, client.InNamespace("default")); err != nil {
-			t.Fatal(err)
-		}
-		for _, lm := range lms.Items {
-			if lm.Status.Process.PID != 0 {
-				pids = append(pids, int(lm.Status.Process.PID))
-			}
-		}
-		lc := &localv1.LocalCluster{}
-		if err := mc.Get(ctx, client.ObjectKey{Namespace: "default", Name: "demo"}, lc); err != nil {
-			t.Fatal(err)
-		}
-		if lc.Status.LoadBalancer.PID != 0 {
-			pids = append(pids, int(lc.Status.LoadBalancer.PID))
-		}
+		pids := localProcesses(ctx, t, mc, "demo")
 		if err := mc.Delete(ctx, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "demo"}}); err != nil {
 			t.Fatal(err)
 		}
-		fixture.Eventually(t, "everything of the cluster gone", 5*time.Minute, func(context.Context) string {
-			var left []string
-			for _, list := range []client.ObjectList{&clusterv1.ClusterList{}, &clusterv1.MachineList{}, &clusterv1.MachineSetList{},
-				&clusterv1.MachineDeploymentList{}, &controlplanev1.KubeadmControlPlaneList{}, &localv1.LocalMachineList{}, &localv1.LocalClusterList{}} {
-				if err := mc.List(ctx, list, client.InNamespace("default")); err != nil {
-					return err.Error()
-				}
-				if n := itemCount(list); n > 0 {
-					left = append(left, fmt.Sprintf("%d %T", n, list))
-				}
-			}
-			secrets := &corev1.SecretList{}
-			if err := mc.List(ctx, secrets, client.InNamespace("default"), client.MatchingLabels{clusterv1.ClusterNameLabel: "demo"}); err != nil {
-				return err.Error()
-			}
-			for _, s := range secrets.Items {
-				left = append(left, "Secret "+s.Name)
-			}
-			for _, pid := range pids {
-				if syscall.Kill(pid, 0) == nil {
-					left = append(left, fmt.Sprintf("process %d", pid))
-				}
-			}
-			if _, err := os.Stat(filepath.Join(p.dir, "local", "default", "demo")); err == nil {
-				left = append(left, "directory local/default/demo")
-			}
-			return strings.Join(left, ", ")
+		fixture.Eventually(t, "everything of the cluster gone", 5*time.Minute, func(ctx context.Context) string {
+			return leftOfLocalCluster(ctx, mc, p.dir, "demo", pids)
 		})
 	})
+}
+
+// localProcesses lists the processes of the local machines in namespace
+// default and of Cluster cluster's load balancer, as their objects report
+// them.
+func localProcesses(ctx context.Context, t *testing.T, mc client.Client, cluster string) []int {
+	t.Helper()
+	var pids []int
+	lms := &localv1.LocalMachineList{}
+	if err := mc.List(ctx, lms, client.InNamespace("default")); err != nil {
+		t.Fatal(err)
+	}
+	for _, lm := range lms.Items {
+		if lm.Status.Process.PID != 0 {
+			pids = append(pids, int(lm.Status.Process.PID))
+		}
+	}
+	c := &clusterv1.Cluster{}
+	if err := mc.Get(ctx, client.ObjectKey{Namespace: "default", Name: cluster}, c); err != nil {
+		t.Fatal(err)
+	}
+	lc := &localv1.LocalCluster{}
+	if err := mc.Get(ctx, client.ObjectKey{Namespace: "default", Name: c.Spec.InfrastructureRef.Name}, lc); err != nil {
+		t.Fatal(err)
+	}
+	if lc.Status.LoadBalancer.PID != 0 {
+		pids = append(pids, int(lc.Status.LoadBalancer.PID))
+	}
+	return pids
+}
+
+// leftOfLocalCluster is the "why not yet" of a deleted local Cluster, the
+// only one in namespace default: what is left of its objects, its Secrets
+// (the kubeconfig among them), the processes pids and its directory under
+// the plane's stateDir.
+func leftOfLocalCluster(ctx context.Context, mc client.Client, stateDir, cluster string, pids []int) string {
+	var left []string
+	for _, list := range []client.ObjectList{&clusterv1.ClusterList{}, &clusterv1.MachineList{}, &clusterv1.MachineSetList{},
+		&clusterv1.MachineDeploymentList{}, &controlplanev1.KubeadmControlPlaneList{}, &localv1.LocalMachineList{}, &localv1.LocalClusterList{}} {
+		if err := mc.List(ctx, list, client.InNamespace("default")); err != nil {
+			return err.Error()
+		}
+		if n := itemCount(list); n > 0 {
+			left = append(left, fmt.Sprintf("%d %T", n, list))
+		}
+	}
+	secrets := &corev1.SecretList{}
+	if err := mc.List(ctx, secrets, client.InNamespace("default"), client.MatchingLabels{clusterv1.ClusterNameLabel: cluster}); err != nil {
+		return err.Error()
+	}
+	for _, s := range secrets.Items {
+		left = append(left, "Secret "+s.Name)
+	}
+	for _, pid := range pids {
+		if syscall.Kill(pid, 0) == nil {
+			left = append(left, fmt.Sprintf("process %d", pid))
+		}
+	}
+	if _, err := os.Stat(filepath.Join(stateDir, "local", "default", cluster)); err == nil {
+		left = append(left, "directory local/default/"+cluster)
+	}
+	return strings.Join(left, ", ")
 }
 
 func itemCount(list client.ObjectList) int {
@@ -295,7 +316,7 @@ func startAPIProbe(cfg *rest.Config) *apiProbe {
 			}
 			if _, err := cs.CoreV1().Namespaces().Get(context.Background(), "default", metav1.GetOptions{}); err != nil {
 				p.failed.Add(1)
-				p.lastErr.Store(err.Error())
+				p.lastErr.Store(time.Now().UTC().Format("15:04:05.000") + " " + err.Error())
 			} else {
 				p.ok.Add(1)
 			}
@@ -304,7 +325,8 @@ func startAPIProbe(cfg *rest.Config) *apiProbe {
 	return p
 }
 
-// stop ends the probe and returns its counts and last error.
+// stop ends the probe and returns its counts and last error (with the time
+// it came, UTC).
 func (p *apiProbe) stop() (ok, failed int64, lastErr any) {
 	close(p.quit)
 	<-p.done

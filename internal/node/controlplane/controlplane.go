@@ -167,6 +167,12 @@ func Start(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 		listener.Close()
 		return nil, err
 	}
+	// A joining member is a learner, which serves the API server nothing
+	// that needs consensus: it becomes a voting member first.
+	if err := promoteLearner(ctx, cp.etcd, cfg.Log); err != nil {
+		listener.Close()
+		return nil, err
+	}
 
 	apiCtx, stopAPI := context.WithCancel(context.Background())
 	cp.stopAPIServer = stopAPI

@@ -406,6 +406,15 @@ func TestSecondEtcdMemberJoins(t *testing.T) {
 		t.Fatalf("adding again: %q, %v; want %q", again, err, initial)
 	}
 
+	// Added as a learner, the member does not count towards the quorum:
+	// the API server keeps writing before it starts.
+	c := admin(t)
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := c.CoreV1().ConfigMaps("default").Create(wctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "before-start-"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("a write while the added member has not started: %v", err)
+	}
+
 	p := pki(pkiDir)
 	tlsInfo := func(leaf string) transport.TLSInfo {
 		return transport.TLSInfo{CertFile: p.crt(leaf), KeyFile: p.key(leaf), TrustedCAFile: p.crt(etcdCA), ClientCertAuth: true}
@@ -416,6 +425,12 @@ func TestSecondEtcdMemberJoins(t *testing.T) {
 		InitialCluster: initial, Join: true,
 	})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if !second.Server.IsLearner() {
+		t.Error("the joining member started as a voting member, want a learner")
+	}
+	if err := promoteLearner(ctx, second, klog.Background()); err != nil {
 		t.Fatal(err)
 	}
 	cli, err := etcdClient(ctx, p, certs.DefaultKeyAlgorithm, []string{cp.EtcdClientURL()})
@@ -440,6 +455,9 @@ func TestSecondEtcdMemberJoins(t *testing.T) {
 	}
 	var started []string
 	for _, m := range list.Members {
+		if m.IsLearner {
+			t.Errorf("member %s is still a learner after its promotion", m.Name)
+		}
 		if m.Name != "" {
 			started = append(started, m.Name)
 		}
@@ -449,8 +467,7 @@ func TestSecondEtcdMemberJoins(t *testing.T) {
 		t.Fatalf("started members %v", started)
 	}
 	// The API server still writes through the first member with two
-	// members in the cluster.
-	c := admin(t)
+	// voting members in the cluster.
 	if _, err := c.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "after-join-"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -2,13 +2,17 @@ package controlplane
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/membership"
 
 	"capstan.dev/capstan/internal/certs"
 	"capstan.dev/capstan/internal/etcdclient"
@@ -17,6 +21,10 @@ import (
 // AddEtcdMember adds a member called name with peerURL to the etcd cluster
 // reachable at clientURLs, for a control-plane join, and returns the
 // --initial-cluster value the new member starts with (EtcdInitialCluster).
+// The member is added as a learner, as kubeadm does: a learner does not
+// count towards the quorum, so the cluster keeps serving while the new
+// member starts and catches up (a voting member added to a cluster of one
+// would stop it until then); Start promotes it once it has caught up.
 // It is idempotent: when a member with that peer URL exists already (an
 // earlier attempt added it), it is kept. It talks to etcd with a client
 // certificate it issues from pkiDir's etcd CA with a key of algorithm alg,
@@ -30,16 +38,15 @@ func AddEtcdMember(ctx context.Context, pkiDir string, alg certs.KeyAlgorithm, c
 
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	// Serializable: right after MemberAdd the cluster has lost its quorum
-	// until the new member starts, and a retried join must still be able
-	// to see its own member.
+	// Serializable: a retried join must see its own member even when the
+	// cluster cannot answer a linearizable read.
 	list, err := cli.MemberList(ctx, clientv3.WithSerializable())
 	if err != nil {
 		return "", fmt.Errorf("listing etcd members at %s: %w", strings.Join(clientURLs, ","), err)
 	}
 	members := list.Members
 	if !slices.ContainsFunc(members, func(m *etcdMember) bool { return slices.Contains(m.PeerURLs, peerURL) }) {
-		added, err := cli.MemberAdd(ctx, []string{peerURL})
+		added, err := cli.MemberAddAsLearner(ctx, []string{peerURL})
 		if err != nil {
 			return "", fmt.Errorf("adding etcd member %s (%s): %w", name, peerURL, err)
 		}
@@ -65,6 +72,34 @@ func AddEtcdMember(ctx context.Context, pkiDir string, alg certs.KeyAlgorithm, c
 }
 
 type etcdMember = etcdserverpb.Member
+
+// learnerPromoteInterval is how often a learner asks to be promoted while
+// the leader finds it behind.
+const learnerPromoteInterval = 500 * time.Millisecond
+
+// promoteLearner makes the local member, when it is a learner (a join's
+// AddEtcdMember added it so), a voting member once the leader finds it in
+// sync; until then etcd refuses the promotion, and it is asked again. The
+// member's own server forwards the request to the leader, so a machine that
+// restarts before its promotion needs no other member's address.
+func promoteLearner(ctx context.Context, e *embed.Etcd, log logr.Logger) error {
+	id := uint64(e.Server.MemberID())
+	for e.Server.IsLearner() {
+		_, err := e.Server.PromoteMember(ctx, id)
+		switch {
+		case err == nil, errors.Is(err, membership.ErrMemberNotLearner):
+			log.Info("etcd learner promoted to a voting member", "member", e.Server.MemberID().String())
+			return nil
+		case ctx.Err() != nil:
+			return fmt.Errorf("promoting etcd learner %s to a voting member: %w (last error: %v)", e.Server.MemberID(), ctx.Err(), err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(learnerPromoteInterval):
+		}
+	}
+	return nil
+}
 
 // etcdClient connects to etcd with a short-lived client certificate from the
 // etcd CA in p.
