@@ -47,6 +47,8 @@ func (v *clusterClassValidator) Handle(ctx context.Context, req admission.Reques
 		}
 		errs = append(errs, removalsInUse(old, cc, clusters)...)
 		errs = append(errs, versionsInUse(cc, clusters)...)
+		errs = append(errs, healthChecksInUse(old, cc, clusters)...)
+		errs = append(errs, autoscalerInUse(cc, clusters)...)
 	}
 	if len(errs) > 0 {
 		return refuse(apierrors.NewInvalid(clusterClassKind, cc.Name, errs))

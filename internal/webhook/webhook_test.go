@@ -178,9 +178,14 @@ func TestClusterTopologyRefusals(t *testing.T) {
 		"validation.cluster.capstan.dev", "spec.topology.version", "cannot be lowered from v1.33.1")
 	refused(t, update(t, ok, func(c *clusterv1.Cluster) { c.Spec.Topology.Version = "v1.35.0" }),
 		"validation.cluster.capstan.dev", "spec.topology.version", "upgrade to v1.34.x first")
-	if err := update(t, ok, func(c *clusterv1.Cluster) { c.Spec.Topology.Version = "v1.34.2" }); err != nil {
-		t.Errorf("a one-minor upgrade was refused: %v", err)
-	}
+	// (An upgrade that is allowed: TestVersionChangeWaitsForThePreviousUpgrade.)
+
+	// The topology and the cluster autoscaler cannot both own replicas.
+	c = topologyCluster(ns, "autoscaled")
+	c.Spec.Topology.Workers.MachineDeployments[0].Replicas = ptr.To(int32(2))
+	c.Spec.Topology.Workers.MachineDeployments[0].Metadata.Annotations = map[string]string{clusterv1.AutoscalerMinSizeAnnotation: "1"}
+	refused(t, env.Client.Create(ctx, c), "validation.cluster.capstan.dev",
+		"spec.topology.workers.machineDeployments[md-0].replicas: Invalid value: 2: cannot be set while the topology's metadata carries the annotation "+clusterv1.AutoscalerMinSizeAnnotation)
 
 	// A Cluster without a topology never meets the webhooks.
 	plain := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "plain"}}
@@ -196,7 +201,10 @@ func TestClassInUseKeepsWhatItsClustersUse(t *testing.T) {
 	ctx := context.Background()
 	big := topologyCluster(ns, "big", variable("kubeletLogLevel", `4`))
 	big.Spec.Topology.Workers.MachineDeployments[0].Class = "big-worker"
-	fx.Create(t, env.Client, big, topologyCluster(ns, "small"))
+	big.Spec.Topology.Workers.MachineDeployments[0].Replicas = ptr.To(int32(1))
+	small := topologyCluster(ns, "small")
+	small.Spec.Topology.Workers.MachineDeployments[0].HealthCheck.Enabled = ptr.To(true)
+	fx.Create(t, env.Client, big, small)
 
 	// The class's cache must hold both Clusters before it can refuse.
 	fx.Eventually(t, "removing big-worker refused", timeout, func(context.Context) string {
@@ -216,6 +224,26 @@ func TestClassInUseKeepsWhatItsClustersUse(t *testing.T) {
 	// imageRepository was defaulted into both Clusters.
 	err = update(t, cc, func(cc *clusterv1.ClusterClass) { cc.Spec.Variables = cc.Spec.Variables[1:] })
 	refused(t, err, "validation.clusterclass.capstan.dev", `variable "imageRepository" cannot be removed: Cluster(s) `+ns+`/big, `+ns+`/small use it`)
+
+	// A health check a Cluster turns on without checks of its own cannot
+	// be taken from the class; changing it can.
+	err = update(t, cc, func(cc *clusterv1.ClusterClass) {
+		cc.Spec.Workers.MachineDeployments[0].HealthCheck = clusterv1.MachineDeploymentClassHealthCheck{}
+	})
+	refused(t, err, "validation.clusterclass.capstan.dev",
+		"spec.workers.machineDeployments[default-worker].healthCheck: Forbidden: cannot be removed: Cluster(s) "+ns+"/small turn it on")
+	if err := update(t, cc, func(cc *clusterv1.ClusterClass) {
+		cc.Spec.Workers.MachineDeployments[0].HealthCheck.Checks.NodeStartupTimeoutSeconds = ptr.To(int32(1200))
+	}); err != nil {
+		t.Errorf("changing a health check in use was refused: %v", err)
+	}
+
+	// A class cannot hand the replicas to the autoscaler while a Cluster sets them.
+	err = update(t, cc, func(cc *clusterv1.ClusterClass) {
+		cc.Spec.Workers.MachineDeployments[1].Metadata.Annotations = map[string]string{clusterv1.AutoscalerMaxSizeAnnotation: "5"}
+	})
+	refused(t, err, "validation.clusterclass.capstan.dev",
+		"spec.workers.machineDeployments[big-worker].metadata.annotations["+clusterv1.AutoscalerMaxSizeAnnotation+"]: Forbidden: cannot be set while Cluster(s) "+ns+"/big set the replicas")
 
 	// What no Cluster uses can go.
 	if err := update(t, cc, func(cc *clusterv1.ClusterClass) { cc.Spec.Workers.MachinePools = nil }); err != nil {
