@@ -12,6 +12,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/util/version"
@@ -288,6 +289,7 @@ func (s *Server) validateCluster(ctx context.Context, cluster, old *clusterv1.Cl
 		return nil, nil, err
 	}
 	errs = append(errs, autoscalerConflicts(cluster, cc)...)
+	errs = append(errs, topologyShape(t, cc)...)
 	if cc == nil {
 		if old != nil {
 			errs = append(errs, field.Invalid(topologyPath.Child("classRef"), key.String(),
@@ -302,6 +304,13 @@ func (s *Server) validateCluster(ctx context.Context, cluster, old *clusterv1.Cl
 		warnings = append(warnings, classWarning(key, state))
 	}
 	errs = append(errs, validateAgainstClass(cluster, cc)...)
+	if old != nil && !adopting && old.GetClassKey() != key {
+		e, err := s.checkRebase(ctx, old.GetClassKey(), cc)
+		if err != nil {
+			return nil, nil, err
+		}
+		errs = append(errs, e...)
+	}
 
 	if old != nil && !adopting && verr == nil && t.Version != old.Spec.Topology.Version {
 		w, e, err := s.checkVersionChange(ctx, cluster, old, cc, newVersion)
@@ -314,6 +323,25 @@ func (s *Server) validateCluster(ctx context.Context, cluster, old *clusterv1.Cl
 		}
 	}
 	return warnings, errs, nil
+}
+
+// checkRebase checks a Cluster's move from the class named from to cc:
+// the objects the old class made must be able to follow the new one.
+func (s *Server) checkRebase(ctx context.Context, from types.NamespacedName, cc *clusterv1.ClusterClass) (field.ErrorList, error) {
+	path := topologyPath.Child("classRef")
+	old := &clusterv1.ClusterClass{}
+	if err := s.live.Get(ctx, from, old); err != nil {
+		if apierrors.IsNotFound(err) {
+			return field.ErrorList{field.Forbidden(path, fmt.Sprintf(
+				"the Cluster cannot move from ClusterClass %s, which does not exist, to %s/%s: whether its objects can follow cannot be checked; create the old class again first", from, cc.Namespace, cc.Name))}, nil
+		}
+		return nil, fmt.Errorf("reading ClusterClass %s: %w", from, err)
+	}
+	var errs field.ErrorList
+	for _, e := range classesCompatible(old, cc) {
+		errs = append(errs, field.Forbidden(path, fmt.Sprintf("cannot move from ClusterClass %s to %s/%s: %s", from, cc.Namespace, cc.Name, e.Error())))
+	}
+	return errs, nil
 }
 
 // checkVersionChange checks a change of spec.topology.version from old's:

@@ -250,6 +250,19 @@ func TestClassInUseKeepsWhatItsClustersUse(t *testing.T) {
 		t.Errorf("removing an unused machinePools class was refused: %v", err)
 	}
 
+	// Kinds the Clusters' objects could not follow: neither the class nor a
+	// Cluster moved to another class may change them.
+	err = update(t, cc, func(cc *clusterv1.ClusterClass) { cc.Spec.Infrastructure.TemplateRef.Kind = "OtherClusterTemplate" })
+	refused(t, err, "validation.clusterclass.capstan.dev", `spec.infrastructure.templateRef.kind: Forbidden: cannot change from "LocalClusterTemplate" to "OtherClusterTemplate"`)
+	other, _ := fx.QuickStartClass(t, ns)
+	other.Name = "other"
+	other.Spec.ControlPlane.TemplateRef.Kind = "OtherControlPlaneTemplate"
+	other.Spec.Patches = nil // they select the old kind
+	fx.Create(t, env.Client, other)
+	err = update(t, small, func(c *clusterv1.Cluster) { c.Spec.Topology.ClassRef.Name = "other" })
+	refused(t, err, "validation.cluster.capstan.dev",
+		"spec.topology.classRef: Forbidden: cannot move from ClusterClass "+ns+"/quick-start to "+ns+`/other: spec.controlPlane.templateRef.kind: Forbidden: cannot change from "KubeadmControlPlaneTemplate" to "OtherControlPlaneTemplate"`)
+
 	err = env.Client.Delete(ctx, cc)
 	refused(t, err, "validation.clusterclass.capstan.dev", "it is used by Cluster(s) "+ns+"/big, "+ns+"/small: delete those Clusters or move them to another class first")
 	if !apierrors.IsForbidden(err) {
@@ -317,6 +330,18 @@ func TestBrokenDefinitionIsRefusedAtTheDoor(t *testing.T) {
 
 // TestBrokenPatchIsRefusedAtTheDoor: a patch taking its value from a
 // variable the class does not define never reaches a Cluster.
+// TestClassShapeIsCheckedAtTheDoor: what a class's schema cannot see —
+// the chain of its kubernetesVersions, that its references are templates.
+func TestClassShapeIsCheckedAtTheDoor(t *testing.T) {
+	ns := env.Namespace(t)
+	cc, _ := fx.QuickStartClass(t, ns)
+	cc.Spec.KubernetesVersions = []string{"v1.32.4", "v1.34.0"}
+	cc.Spec.Infrastructure.TemplateRef.Kind = "LocalCluster"
+	refused(t, env.Client.Create(context.Background(), cc), "validation.clusterclass.capstan.dev",
+		`spec.kubernetesVersions[1]: Invalid value: "v1.34.0": skips a minor version after v1.32.4`,
+		`spec.infrastructure.templateRef.kind: Invalid value: "LocalCluster": must be a template kind`)
+}
+
 func TestBrokenPatchIsRefusedAtTheDoor(t *testing.T) {
 	ns := env.Namespace(t)
 	cc, _ := fx.QuickStartClass(t, ns)
