@@ -125,6 +125,7 @@ func classShape(cc *clusterv1.ClusterClass) field.ErrorList {
 		errs = append(errs, metadataValid(c.Metadata, path.Child("metadata"))...)
 		hc := &c.HealthCheck
 		errs = append(errs, healthCheckValues(path.Child("healthCheck"), hc.Checks.NodeStartupTimeoutSeconds, hc.Remediation.TriggerIf.UnhealthyLessThanOrEqualTo, hc.Remediation.MaxInFlight)...)
+		errs = append(errs, rollingUpdateValues(path.Child("rollout", "strategy", "rollingUpdate"), c.Rollout.Strategy.RollingUpdate)...)
 	}
 	for _, c := range cc.Spec.Workers.MachinePools {
 		path := spec.Child("workers", "machinePools").Key(c.Class)
@@ -154,6 +155,7 @@ func topologyShape(t *clusterv1.Topology, cc *clusterv1.ClusterClass) field.Erro
 		errs = append(errs, metadataValid(md.Metadata, path.Child("metadata"))...)
 		hc := &md.HealthCheck
 		errs = append(errs, healthCheckValues(path.Child("healthCheck"), hc.Checks.NodeStartupTimeoutSeconds, hc.Remediation.TriggerIf.UnhealthyLessThanOrEqualTo, hc.Remediation.MaxInFlight)...)
+		errs = append(errs, rollingUpdateValues(path.Child("rollout", "strategy", "rollingUpdate"), md.Rollout.Strategy.RollingUpdate)...)
 	}
 	for _, mp := range t.Workers.MachinePools {
 		errs = append(errs, metadataValid(mp.Metadata, topologyPath.Child("workers", "machinePools").Key(mp.Name).Child("metadata"))...)
@@ -184,6 +186,28 @@ func healthCheckValues(path *field.Path, nodeStartup *int32, unhealthyAtMost, ma
 	}
 	count(path.Child("remediation", "triggerIf", "unhealthyLessThanOrEqualTo"), unhealthyAtMost)
 	count(path.Child("remediation", "maxInFlight"), maxInFlight)
+	return errs
+}
+
+// rollingUpdateValues checks a rolling update's bounds: each a number or a
+// percentage, and not both 0 (the rollout could never move).
+func rollingUpdateValues(path *field.Path, ru clusterv1.MachineDeploymentTopologyRolloutStrategyRollingUpdate) field.ErrorList {
+	var errs field.ErrorList
+	for _, b := range []struct {
+		name string
+		v    *intstr.IntOrString
+	}{{"maxUnavailable", ru.MaxUnavailable}, {"maxSurge", ru.MaxSurge}} {
+		if b.v == nil {
+			continue
+		}
+		if _, err := intstr.GetScaledValueFromIntOrPercent(b.v, 0, false); err != nil {
+			errs = append(errs, field.Invalid(path.Child(b.name), b.v.String(), "must be a number or a percentage such as 25%: "+err.Error()))
+		}
+	}
+	zero := func(v *intstr.IntOrString) bool { return v != nil && v.Type == intstr.Int && v.IntVal == 0 }
+	if zero(ru.MaxUnavailable) && zero(ru.MaxSurge) {
+		errs = append(errs, field.Invalid(path, "maxUnavailable: 0, maxSurge: 0", "maxUnavailable and maxSurge cannot both be 0: the rollout could neither remove nor add a Machine; raise one of them"))
+	}
 	return errs
 }
 

@@ -122,12 +122,15 @@ func TestClassShape(t *testing.T) {
 	cc.Spec.ControlPlane.HealthCheck.Checks.NodeStartupTimeoutSeconds = ptr.To(int32(10))
 	cc.Spec.Workers.MachineDeployments[0].HealthCheck.Remediation.MaxInFlight = ptr.To(intstr.FromString("half"))
 	cc.Spec.Workers.MachinePools[0].Metadata.Labels = map[string]string{"bad key!": "x"}
+	cc.Spec.Workers.MachineDeployments[0].Rollout.Strategy.RollingUpdate = clusterv1.MachineDeploymentTopologyRolloutStrategyRollingUpdate{
+		MaxUnavailable: ptr.To(intstr.FromInt32(0)), MaxSurge: ptr.To(intstr.FromInt32(0))}
 	checkErrors(t, texts(classShape(cc)),
 		`spec.infrastructure.templateRef.kind: Invalid value: "LocalCluster": must be a template kind, <Name>Template`,
 		"spec.controlPlane.healthCheck: Forbidden: needs spec.controlPlane.machineInfrastructure",
 		"spec.controlPlane.healthCheck.checks.nodeStartupTimeoutSeconds: Invalid value: 10: must be 0 (no timeout) or at least 30 seconds",
 		`spec.workers.machineDeployments[w].infrastructure.templateRef.kind: Invalid value: "Template"`,
 		`spec.workers.machineDeployments[w].healthCheck.remediation.maxInFlight: Invalid value: "half": must be a number or a percentage`,
+		`spec.workers.machineDeployments[w].rollout.strategy.rollingUpdate: Invalid value: "maxUnavailable: 0, maxSurge: 0": maxUnavailable and maxSurge cannot both be 0`,
 		`spec.workers.machinePools[p].metadata.labels: Invalid value: "bad key!"`,
 	)
 }
@@ -140,11 +143,13 @@ func TestTopologyShape(t *testing.T) {
 	topo.ControlPlane.Metadata.Annotations = map[string]string{"/nope": "x"}
 	topo.Workers.MachineDeployments = []clusterv1.MachineDeploymentTopology{{Name: "md", Class: "w",
 		HealthCheck: clusterv1.MachineDeploymentTopologyHealthCheck{Checks: clusterv1.MachineDeploymentTopologyHealthCheckChecks{NodeStartupTimeoutSeconds: ptr.To(int32(29))}}}}
+	topo.Workers.MachineDeployments[0].Rollout.Strategy.RollingUpdate.MaxSurge = ptr.To(intstr.FromString("lots"))
 	checkErrors(t, texts(topologyShape(topo, cc)),
 		"spec.topology.controlPlane.metadata.annotations: Invalid value: \"/nope\"",
 		"spec.topology.controlPlane.healthCheck: Forbidden: ClusterClass /",
 		"spec.topology.workers.machineDeployments[md].healthCheck.checks.nodeStartupTimeoutSeconds: Invalid value: 29",
+		`spec.topology.workers.machineDeployments[md].rollout.strategy.rollingUpdate.maxSurge: Invalid value: "lots": must be a number or a percentage`,
 	)
 	// Without the class, only what the topology alone decides.
-	checkErrors(t, texts(topologyShape(topo, nil)), "metadata.annotations", "nodeStartupTimeoutSeconds")
+	checkErrors(t, texts(topologyShape(topo, nil)), "metadata.annotations", "nodeStartupTimeoutSeconds", "maxSurge")
 }
