@@ -65,12 +65,7 @@ func TestVersionChangeWaitsForThePreviousUpgrade(t *testing.T) {
 	readyClass(t, ns, nil)
 	wc, seen := warningClient(t)
 	updateWith := func(change func(*clusterv1.Cluster)) error {
-		c := &clusterv1.Cluster{}
-		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "up"}, c); err != nil {
-			t.Fatal(err)
-		}
-		change(c)
-		return wc.Update(ctx, c)
+		return updateVia(t, wc, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "up"}}, change)
 	}
 	setVersion := func(v string) func(*clusterv1.Cluster) {
 		return func(c *clusterv1.Cluster) { c.Spec.Topology.Version = v }
@@ -163,12 +158,11 @@ func TestVersionChangeWaitsForThePreviousUpgrade(t *testing.T) {
 	addTopology := func(c *clusterv1.Cluster) { c.Spec.Topology = topologyCluster(ns, "x").Spec.Topology }
 	refused(t, update(t, plain, addTopology), "validation.cluster.capstan.dev",
 		"spec.topology.classRef: Forbidden", clusterv1.ClusterTopologyUnsafeUpdateClassNameAnnotation)
-	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(plain), plain); err != nil {
-		t.Fatal(err)
-	}
-	plain.Annotations = map[string]string{clusterv1.ClusterTopologyUnsafeUpdateClassNameAnnotation: ""}
-	addTopology(plain)
-	if err := wc.Update(ctx, plain); err != nil {
+	seen.take()
+	if err := updateVia(t, wc, plain, func(c *clusterv1.Cluster) {
+		c.Annotations = map[string]string{clusterv1.ClusterTopologyUnsafeUpdateClassNameAnnotation: ""}
+		addTopology(c)
+	}); err != nil {
 		t.Errorf("adding a topology with the unsafe class-name annotation: %v", err)
 	}
 	if w := seen.take(); !strings.Contains(w, "annotation "+clusterv1.ClusterTopologyUnsafeUpdateClassNameAnnotation+" is set") {

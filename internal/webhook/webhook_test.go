@@ -87,13 +87,19 @@ func refused(t *testing.T, err error, hook string, wants ...string) {
 // a controller wrote it in between; it returns the write's error.
 func update[T client.Object](t *testing.T, obj T, change func(T)) error {
 	t.Helper()
+	return updateVia(t, env.Client, obj, change)
+}
+
+// updateVia is update, writing through c.
+func updateVia[T client.Object](t *testing.T, c client.Client, obj T, change func(T)) error {
+	t.Helper()
 	ctx := context.Background()
 	for {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 			t.Fatal(err)
 		}
 		change(obj)
-		if err := env.Client.Update(ctx, obj); !apierrors.IsConflict(err) {
+		if err := c.Update(ctx, obj); !apierrors.IsConflict(err) {
 			return err
 		}
 	}
