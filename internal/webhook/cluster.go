@@ -215,8 +215,10 @@ func nestedList(m map[string]any, path ...string) ([]any, bool) {
 
 // clusterValidator refuses topology Clusters that cannot work: no class
 // name, a version that is not one, worker topologies that name classes the
-// ClusterClass lacks, version changes upstream forbids, a topology added to
-// or removed from an existing Cluster.
+// ClusterClass lacks, replicas the cluster autoscaler owns, version changes
+// upstream forbids (among them a new version while the previous upgrade is
+// under way), a rebase onto a class the Cluster's objects cannot follow, a
+// topology added to or removed from an existing Cluster.
 type clusterValidator struct{ s *Server }
 
 func (v *clusterValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
