@@ -12,6 +12,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/util/version"
@@ -214,8 +215,10 @@ func nestedList(m map[string]any, path ...string) ([]any, bool) {
 
 // clusterValidator refuses topology Clusters that cannot work: no class
 // name, a version that is not one, worker topologies that name classes the
-// ClusterClass lacks, version changes upstream forbids, a topology added to
-// or removed from an existing Cluster.
+// ClusterClass lacks, replicas the cluster autoscaler owns, version changes
+// upstream forbids (among them a new version while the previous upgrade is
+// under way), a rebase onto a class the Cluster's objects cannot follow, a
+// topology added to or removed from an existing Cluster.
 type clusterValidator struct{ s *Server }
 
 func (v *clusterValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
@@ -249,9 +252,19 @@ func (s *Server) validateCluster(ctx context.Context, cluster, old *clusterv1.Cl
 		// whatever became of the class since.
 		return nil, nil, nil
 	}
-	if old != nil && !old.Spec.Topology.IsDefined() {
-		errs = append(errs, field.Forbidden(topologyPath.Child("classRef"), "cannot be set on an existing Cluster that was created without a topology: create a new Cluster from the ClusterClass"))
-		return nil, errs, nil
+	var warnings []string
+	// adopting: a topology added to a Cluster created without one, which
+	// only the unsafe class-name annotation allows; there is no old
+	// version to compare with.
+	adopting := old != nil && (!old.Spec.Topology.IsDefined() || old.Spec.Topology.ClassRef.Name == "")
+	if adopting {
+		if _, ok := cluster.Annotations[clusterv1.ClusterTopologyUnsafeUpdateClassNameAnnotation]; !ok {
+			errs = append(errs, field.Forbidden(topologyPath.Child("classRef"), "cannot be set on an existing Cluster that was created without a topology: create a new Cluster from the ClusterClass (or, at your own risk, set the annotation "+
+				clusterv1.ClusterTopologyUnsafeUpdateClassNameAnnotation+")"))
+			return nil, errs, nil
+		}
+		warnings = append(warnings, fmt.Sprintf("annotation %s is set: a topology was added to a Cluster created without one; nothing checked that the objects the Cluster already has match the ClusterClass",
+			clusterv1.ClusterTopologyUnsafeUpdateClassNameAnnotation))
 	}
 	for _, msg := range validation.IsValidLabelValue(cluster.Name) {
 		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), cluster.Name, "must be a valid label value: "+msg))
@@ -277,31 +290,87 @@ func (s *Server) validateCluster(ctx context.Context, cluster, old *clusterv1.Cl
 	if err != nil {
 		return nil, nil, err
 	}
-	var warnings []string
+	errs = append(errs, autoscalerConflicts(cluster, cc)...)
+	errs = append(errs, topologyShape(t, cc)...)
 	if cc == nil {
 		if old != nil {
 			errs = append(errs, field.Invalid(topologyPath.Child("classRef"), key.String(),
 				fmt.Sprintf("ClusterClass %s does not exist: create it again, or point classRef at an existing class", key)))
-			return nil, errs, nil
+			return warnings, errs, nil
 		}
 		// Upstream lets a Cluster wait for its class: the topology
 		// controller reports it until the class exists.
-		return []string{classWarning(key, state)}, errs, nil
+		return append(warnings, classWarning(key, state)), errs, nil
 	}
 	if state != classReady {
 		warnings = append(warnings, classWarning(key, state))
 	}
 	errs = append(errs, validateAgainstClass(cluster, cc)...)
+	if old != nil && !adopting && old.GetClassKey() != key {
+		e, err := s.checkRebase(ctx, old.GetClassKey(), cc)
+		if err != nil {
+			return nil, nil, err
+		}
+		errs = append(errs, e...)
+	}
 
-	if old != nil && verr == nil {
-		if oldVersion, err := parseVersion(old.Spec.Topology.Version); err == nil {
-			ceiling := len(cc.Spec.KubernetesVersions) == 0 && cc.Spec.Upgrade.External.GenerateUpgradePlanExtension == ""
-			if e := versionChange(newVersion, oldVersion, t.Version, ceiling); e != nil {
-				errs = append(errs, e)
-			}
+	if old != nil && !adopting && verr == nil && t.Version != old.Spec.Topology.Version {
+		w, e, err := s.checkVersionChange(ctx, cluster, old, cc, newVersion)
+		if err != nil {
+			return nil, nil, err
+		}
+		warnings = append(warnings, w...)
+		if e != nil {
+			errs = append(errs, e)
 		}
 	}
 	return warnings, errs, nil
+}
+
+// checkRebase checks a Cluster's move from the class named from to cc:
+// the objects the old class made must be able to follow the new one.
+func (s *Server) checkRebase(ctx context.Context, from types.NamespacedName, cc *clusterv1.ClusterClass) (field.ErrorList, error) {
+	path := topologyPath.Child("classRef")
+	old := &clusterv1.ClusterClass{}
+	if err := s.live.Get(ctx, from, old); err != nil {
+		if apierrors.IsNotFound(err) {
+			return field.ErrorList{field.Forbidden(path, fmt.Sprintf(
+				"the Cluster cannot move from ClusterClass %s, which does not exist, to %s/%s: whether its objects can follow cannot be checked; create the old class again first", from, cc.Namespace, cc.Name))}, nil
+		}
+		return nil, fmt.Errorf("reading ClusterClass %s: %w", from, err)
+	}
+	var errs field.ErrorList
+	for _, e := range classesCompatible(old, cc) {
+		errs = append(errs, field.Forbidden(path, fmt.Sprintf("cannot move from ClusterClass %s to %s/%s: %s", from, cc.Namespace, cc.Name, e.Error())))
+	}
+	return errs, nil
+}
+
+// checkVersionChange checks a change of spec.topology.version from old's:
+// no downgrade, no skipped minor (unless the class chains upgrades), and no
+// change while the previous upgrade is under way — unless the unsafe version
+// annotation turns the checks off, which is warned about.
+func (s *Server) checkVersionChange(ctx context.Context, cluster, old *clusterv1.Cluster, cc *clusterv1.ClusterClass, newVersion *version.Version) ([]string, *field.Error, error) {
+	if _, ok := cluster.Annotations[clusterv1.ClusterTopologyUnsafeUpdateVersionAnnotation]; ok {
+		return []string{fmt.Sprintf("annotation %s is set: the change of spec.topology.version from %s to %s was not checked (downgrade, skipped minor, upgrade under way)",
+			clusterv1.ClusterTopologyUnsafeUpdateVersionAnnotation, old.Spec.Topology.Version, cluster.Spec.Topology.Version)}, nil, nil
+	}
+	oldVersion, err := parseVersion(old.Spec.Topology.Version)
+	if err != nil {
+		// The old version was refused when it was written; nothing to
+		// compare with.
+		return nil, nil, nil
+	}
+	ceiling := len(cc.Spec.KubernetesVersions) == 0 && cc.Spec.Upgrade.External.GenerateUpgradePlanExtension == ""
+	if e := versionChange(newVersion, oldVersion, cluster.Spec.Topology.Version, ceiling); e != nil {
+		return nil, e, nil
+	}
+	st, err := s.readUpgradeState(ctx, old)
+	if err != nil {
+		return nil, nil, err
+	}
+	previous := old.Spec.Topology.Version
+	return nil, upgradeRefusal(cluster.Spec.Topology.Version, previous, upgradeUnderWay(previous, st)), nil
 }
 
 // parseVersion reads a topology version: "v" and a semantic version.

@@ -40,13 +40,18 @@ func (v *clusterClassValidator) Handle(ctx context.Context, req admission.Reques
 	_, errs := variables.Definitions(cc)
 	errs = append(errs, patches.ValidateClass(cc)...)
 	errs = append(errs, uniqueClasses(cc)...)
+	errs = append(errs, classShape(cc)...)
+	errs = append(errs, kubernetesVersionsValid(cc.Spec.KubernetesVersions)...)
 	if req.Operation == admissionv1.Update {
 		old, clusters, resp := v.old(ctx, req)
 		if old == nil {
 			return resp
 		}
+		errs = append(errs, classesCompatible(old, cc)...)
 		errs = append(errs, removalsInUse(old, cc, clusters)...)
 		errs = append(errs, versionsInUse(cc, clusters)...)
+		errs = append(errs, healthChecksInUse(old, cc, clusters)...)
+		errs = append(errs, autoscalerInUse(cc, clusters)...)
 	}
 	if len(errs) > 0 {
 		return refuse(apierrors.NewInvalid(clusterClassKind, cc.Name, errs))

@@ -11,7 +11,8 @@
 // It checks what a CRD's schema and CEL rules cannot, because the answer
 // lies in another object: a Cluster's topology against its ClusterClass
 // (variables validated and defaulted, worker classes that exist, version
-// changes upstream forbids) and a ClusterClass change against the Clusters
-// that use the class (no worker class or variable in use removed, no class in
-// use deleted).
+// changes upstream forbids, a new version only once the previous upgrade is
+// done, a rebase only onto a compatible class) and a ClusterClass change
+// against the Clusters that use the class (no worker class, variable or
+// health check in use removed, no kinds changed, no class in use deleted).
 package webhook

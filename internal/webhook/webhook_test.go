@@ -87,13 +87,19 @@ func refused(t *testing.T, err error, hook string, wants ...string) {
 // a controller wrote it in between; it returns the write's error.
 func update[T client.Object](t *testing.T, obj T, change func(T)) error {
 	t.Helper()
+	return updateVia(t, env.Client, obj, change)
+}
+
+// updateVia is update, writing through c.
+func updateVia[T client.Object](t *testing.T, c client.Client, obj T, change func(T)) error {
+	t.Helper()
 	ctx := context.Background()
 	for {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 			t.Fatal(err)
 		}
 		change(obj)
-		if err := env.Client.Update(ctx, obj); !apierrors.IsConflict(err) {
+		if err := c.Update(ctx, obj); !apierrors.IsConflict(err) {
 			return err
 		}
 	}
@@ -178,9 +184,14 @@ func TestClusterTopologyRefusals(t *testing.T) {
 		"validation.cluster.capstan.dev", "spec.topology.version", "cannot be lowered from v1.33.1")
 	refused(t, update(t, ok, func(c *clusterv1.Cluster) { c.Spec.Topology.Version = "v1.35.0" }),
 		"validation.cluster.capstan.dev", "spec.topology.version", "upgrade to v1.34.x first")
-	if err := update(t, ok, func(c *clusterv1.Cluster) { c.Spec.Topology.Version = "v1.34.2" }); err != nil {
-		t.Errorf("a one-minor upgrade was refused: %v", err)
-	}
+	// (An upgrade that is allowed: TestVersionChangeWaitsForThePreviousUpgrade.)
+
+	// The topology and the cluster autoscaler cannot both own replicas.
+	c = topologyCluster(ns, "autoscaled")
+	c.Spec.Topology.Workers.MachineDeployments[0].Replicas = ptr.To(int32(2))
+	c.Spec.Topology.Workers.MachineDeployments[0].Metadata.Annotations = map[string]string{clusterv1.AutoscalerMinSizeAnnotation: "1"}
+	refused(t, env.Client.Create(ctx, c), "validation.cluster.capstan.dev",
+		"spec.topology.workers.machineDeployments[md-0].replicas: Invalid value: 2: cannot be set while the topology's metadata carries the annotation "+clusterv1.AutoscalerMinSizeAnnotation)
 
 	// A Cluster without a topology never meets the webhooks.
 	plain := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "plain"}}
@@ -196,7 +207,10 @@ func TestClassInUseKeepsWhatItsClustersUse(t *testing.T) {
 	ctx := context.Background()
 	big := topologyCluster(ns, "big", variable("kubeletLogLevel", `4`))
 	big.Spec.Topology.Workers.MachineDeployments[0].Class = "big-worker"
-	fx.Create(t, env.Client, big, topologyCluster(ns, "small"))
+	big.Spec.Topology.Workers.MachineDeployments[0].Replicas = ptr.To(int32(1))
+	small := topologyCluster(ns, "small")
+	small.Spec.Topology.Workers.MachineDeployments[0].HealthCheck.Enabled = ptr.To(true)
+	fx.Create(t, env.Client, big, small)
 
 	// The class's cache must hold both Clusters before it can refuse.
 	fx.Eventually(t, "removing big-worker refused", timeout, func(context.Context) string {
@@ -217,10 +231,43 @@ func TestClassInUseKeepsWhatItsClustersUse(t *testing.T) {
 	err = update(t, cc, func(cc *clusterv1.ClusterClass) { cc.Spec.Variables = cc.Spec.Variables[1:] })
 	refused(t, err, "validation.clusterclass.capstan.dev", `variable "imageRepository" cannot be removed: Cluster(s) `+ns+`/big, `+ns+`/small use it`)
 
+	// A health check a Cluster turns on without checks of its own cannot
+	// be taken from the class; changing it can.
+	err = update(t, cc, func(cc *clusterv1.ClusterClass) {
+		cc.Spec.Workers.MachineDeployments[0].HealthCheck = clusterv1.MachineDeploymentClassHealthCheck{}
+	})
+	refused(t, err, "validation.clusterclass.capstan.dev",
+		"spec.workers.machineDeployments[default-worker].healthCheck: Forbidden: cannot be removed: Cluster(s) "+ns+"/small turn it on")
+	if err := update(t, cc, func(cc *clusterv1.ClusterClass) {
+		cc.Spec.Workers.MachineDeployments[0].HealthCheck.Checks.NodeStartupTimeoutSeconds = ptr.To(int32(1200))
+	}); err != nil {
+		t.Errorf("changing a health check in use was refused: %v", err)
+	}
+
+	// A class cannot hand the replicas to the autoscaler while a Cluster sets them.
+	err = update(t, cc, func(cc *clusterv1.ClusterClass) {
+		cc.Spec.Workers.MachineDeployments[1].Metadata.Annotations = map[string]string{clusterv1.AutoscalerMaxSizeAnnotation: "5"}
+	})
+	refused(t, err, "validation.clusterclass.capstan.dev",
+		"spec.workers.machineDeployments[big-worker].metadata.annotations["+clusterv1.AutoscalerMaxSizeAnnotation+"]: Forbidden: cannot be set while Cluster(s) "+ns+"/big set the replicas")
+
 	// What no Cluster uses can go.
 	if err := update(t, cc, func(cc *clusterv1.ClusterClass) { cc.Spec.Workers.MachinePools = nil }); err != nil {
 		t.Errorf("removing an unused machinePools class was refused: %v", err)
 	}
+
+	// Kinds the Clusters' objects could not follow: neither the class nor a
+	// Cluster moved to another class may change them.
+	err = update(t, cc, func(cc *clusterv1.ClusterClass) { cc.Spec.Infrastructure.TemplateRef.Kind = "OtherClusterTemplate" })
+	refused(t, err, "validation.clusterclass.capstan.dev", `spec.infrastructure.templateRef.kind: Forbidden: cannot change from "LocalClusterTemplate" to "OtherClusterTemplate"`)
+	other, _ := fx.QuickStartClass(t, ns)
+	other.Name = "other"
+	other.Spec.ControlPlane.TemplateRef.Kind = "OtherControlPlaneTemplate"
+	other.Spec.Patches = nil // they select the old kind
+	fx.Create(t, env.Client, other)
+	err = update(t, small, func(c *clusterv1.Cluster) { c.Spec.Topology.ClassRef.Name = "other" })
+	refused(t, err, "validation.cluster.capstan.dev",
+		"spec.topology.classRef: Forbidden: cannot move from ClusterClass "+ns+"/quick-start to "+ns+`/other: spec.controlPlane.templateRef.kind: Forbidden: cannot change from "KubeadmControlPlaneTemplate" to "OtherControlPlaneTemplate"`)
 
 	err = env.Client.Delete(ctx, cc)
 	refused(t, err, "validation.clusterclass.capstan.dev", "it is used by Cluster(s) "+ns+"/big, "+ns+"/small: delete those Clusters or move them to another class first")
@@ -289,6 +336,18 @@ func TestBrokenDefinitionIsRefusedAtTheDoor(t *testing.T) {
 
 // TestBrokenPatchIsRefusedAtTheDoor: a patch taking its value from a
 // variable the class does not define never reaches a Cluster.
+// TestClassShapeIsCheckedAtTheDoor: what a class's schema cannot see —
+// the chain of its kubernetesVersions, that its references are templates.
+func TestClassShapeIsCheckedAtTheDoor(t *testing.T) {
+	ns := env.Namespace(t)
+	cc, _ := fx.QuickStartClass(t, ns)
+	cc.Spec.KubernetesVersions = []string{"v1.32.4", "v1.34.0"}
+	cc.Spec.Infrastructure.TemplateRef.Kind = "LocalCluster"
+	refused(t, env.Client.Create(context.Background(), cc), "validation.clusterclass.capstan.dev",
+		`spec.kubernetesVersions[1]: Invalid value: "v1.34.0": skips a minor version after v1.32.4`,
+		`spec.infrastructure.templateRef.kind: Invalid value: "LocalCluster": must be a template kind`)
+}
+
 func TestBrokenPatchIsRefusedAtTheDoor(t *testing.T) {
 	ns := env.Namespace(t)
 	cc, _ := fx.QuickStartClass(t, ns)

@@ -29,6 +29,17 @@ const (
 	// (default 1).
 	ClusterTopologyUpgradeConcurrencyAnnotation = "topology.cluster.x-k8s.io/upgrade-concurrency"
 
+	// ClusterTopologyUnsafeUpdateClassNameAnnotation on a Cluster lets a
+	// topology be added to a Cluster created without one (the admission
+	// webhook refuses that otherwise). Its value is not read.
+	ClusterTopologyUnsafeUpdateClassNameAnnotation = "unsafe.topology.cluster.x-k8s.io/disable-update-class-name-check"
+
+	// ClusterTopologyUnsafeUpdateVersionAnnotation on a Cluster turns off the
+	// admission webhook's checks of a change of spec.topology.version (no
+	// downgrade, one minor at a time, no change while an upgrade is under
+	// way). Its value is not read.
+	ClusterTopologyUnsafeUpdateVersionAnnotation = "unsafe.topology.cluster.x-k8s.io/disable-update-version-check"
+
 	// TopologyDryRunAnnotation marks the requests of a topology's server-side
 	// apply dry runs, so that defaulting webhooks can tell them apart.
 	TopologyDryRunAnnotation = "topology.cluster.x-k8s.io/dry-run"
