@@ -69,7 +69,7 @@ type File struct {
 func ReadKeyFile(name string) ([]byte, error) {
 	b, err := os.ReadFile(name)
 	if err != nil {
-		return nil, fmt.Errorf("--encryption-key-file: %w", err)
+		return nil, fmt.Errorf("reading the key file: %w", err)
 	}
 	if len(b) == KeySize {
 		return b, nil
@@ -81,7 +81,7 @@ func ReadKeyFile(name string) ([]byte, error) {
 	if k, err := hex.DecodeString(text); err == nil && len(k) == KeySize {
 		return k, nil
 	}
-	return nil, fmt.Errorf("--encryption-key-file %s holds %d bytes, which is neither a %d-byte key nor one in base64 or hex; AES-256 needs exactly %d bytes: create one with `head -c %d /dev/urandom > %s` (keep it apart from the snapshots)",
+	return nil, fmt.Errorf("key file %s holds %d bytes, which is neither a %d-byte key nor one in base64 or hex; AES-256 needs exactly %d bytes: create one with `head -c %d /dev/urandom > %s` (keep it apart from the snapshots)",
 		name, len(b), KeySize, KeySize, KeySize, name)
 }
 

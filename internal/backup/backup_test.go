@@ -117,7 +117,7 @@ func TestReadKeyFile(t *testing.T) {
 			t.Errorf("%s: %v; want the size and how to make a key", what, err)
 		}
 	}
-	if _, err := ReadKeyFile(filepath.Join(t.TempDir(), "missing")); err == nil || !strings.Contains(err.Error(), "--encryption-key-file") {
+	if _, err := ReadKeyFile(filepath.Join(t.TempDir(), "missing")); err == nil || !strings.Contains(err.Error(), "key file") {
 		t.Errorf("missing key file: %v", err)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/etcdutl/v3/snapshot"
 	"go.uber.org/zap"
+	"google.golang.org/grpc/grpclog"
 
 	"capstan.dev/capstan/internal/atomicfile"
 	"capstan.dev/capstan/internal/backup"
@@ -46,6 +47,8 @@ func (d StateDir) BackupDir() string { return d.path("backups") }
 // none runs, from an etcd started for the purpose while d is locked) and
 // the files a restored plane needs.
 func (d StateDir) Snapshot(ctx context.Context) (backup.Files, error) {
+	// gRPC's own logger reports the dials the client cancels as it closes.
+	grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, os.Stderr))
 	if !d.hasEtcdData() {
 		return nil, fmt.Errorf("state directory %s holds no management plane (no etcd data): check --state-dir", d)
 	}
@@ -57,7 +60,10 @@ func (d StateDir) Snapshot(ctx context.Context) (backup.Files, error) {
 		lock, err := d.TryLock()
 		if err == nil {
 			defer lock.Release()
-			e, err := startEtcd(ctx, d, ports, "error")
+			// Closing etcd right after its snapshot logs errors about
+			// its listeners closing; only a failure to start matters,
+			// and that is returned.
+			e, err := startEtcd(ctx, d, ports, "fatal")
 			if err != nil {
 				return nil, fmt.Errorf("starting etcd to snapshot it: %w", err)
 			}
