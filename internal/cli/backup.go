@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc/grpclog"
 
 	"capstan.dev/capstan/internal/backup"
 	"capstan.dev/capstan/internal/mgmt"
@@ -93,6 +95,9 @@ func (o *backupOptions) backup(cmd *cobra.Command, g *globals) error {
 	if o.kubeconfig == "" {
 		dir := g.dir()
 		meta.Kind, meta.Source = backup.Etcd, string(dir)
+		// gRPC's own logger reports the dials the etcd client cancels as
+		// it closes; set before any gRPC use, as gRPC requires.
+		grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, os.Stderr))
 		if files, err = dir.Snapshot(ctx); err != nil {
 			return err
 		}

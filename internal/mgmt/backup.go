@@ -17,7 +17,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/etcdutl/v3/snapshot"
 	"go.uber.org/zap"
-	"google.golang.org/grpc/grpclog"
 
 	"capstan.dev/capstan/internal/atomicfile"
 	"capstan.dev/capstan/internal/backup"
@@ -47,8 +46,6 @@ func (d StateDir) BackupDir() string { return d.path("backups") }
 // none runs, from an etcd started for the purpose while d is locked) and
 // the files a restored plane needs.
 func (d StateDir) Snapshot(ctx context.Context) (backup.Files, error) {
-	// gRPC's own logger reports the dials the client cancels as it closes.
-	grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, os.Stderr))
 	if !d.hasEtcdData() {
 		return nil, fmt.Errorf("state directory %s holds no management plane (no etcd data): check --state-dir", d)
 	}
