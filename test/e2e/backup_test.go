@@ -12,6 +12,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -209,5 +211,72 @@ func TestBackupRestoreCarriesOn(t *testing.T) {
 	}
 	if after.String() != before.String() {
 		t.Errorf("the restored cluster is not made of the same objects:\nbefore %s\nafter  %s", before, after)
+	}
+}
+
+// `backup --kubeconfig` snapshots another management cluster's Cluster API
+// objects and secrets (file 0600), leaving them unpaused; `restore
+// --kubeconfig` refuses to write over objects that are not the
+// snapshot's, and once they are gone brings them back, unpaused.
+func TestBackupOfObjectsRestores(t *testing.T) {
+	ctx := context.Background()
+	c := env.Client
+	kubeconfig := filepath.Join(env.StateDir, "kubeconfig")
+	ns := "backup-objects"
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	cluster := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c1"},
+		Spec: clusterv1.ClusterSpec{ClusterNetwork: clusterv1.ClusterNetwork{ServiceDomain: "cluster.local"}}}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c1-kubeconfig"}, Data: map[string][]byte{"value": []byte("kubeconfig")}}
+	for _, o := range []client.Object{cluster, secret} {
+		if err := c.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snapshot := filepath.Join(t.TempDir(), "objects.backup")
+	out, code := capstan(t, "backup", "--kubeconfig", kubeconfig, "-n", ns, "--pause-timeout", "0", "--to", snapshot)
+	if code != 0 {
+		t.Fatalf("backup exited %d:\n%s", code, out)
+	}
+	if fi, err := os.Stat(snapshot); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("snapshot mode %v, %v; want 0600", fi.Mode(), err)
+	}
+	notPaused := func(what string) {
+		t.Helper()
+		cur := &clusterv1.Cluster{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(cluster), cur); err != nil {
+			t.Fatal(err)
+		}
+		if (cur.Spec.Paused != nil && *cur.Spec.Paused) || cur.Annotations["move.capstan.dev/paused"] != "" {
+			t.Errorf("%s: the Cluster is left paused: %v %v", what, cur.Spec.Paused, cur.Annotations)
+		}
+	}
+	notPaused("after the backup")
+
+	out, code = capstan(t, "restore", "--kubeconfig", kubeconfig, "--from", snapshot)
+	if code == 0 || !strings.Contains(out, "not the snapshot's") || !strings.Contains(out, "c1") {
+		t.Fatalf("restore over the live objects exited %d; want a refusal naming them:\n%s", code, out)
+	}
+	for _, o := range []client.Object{cluster, secret} {
+		if err := c.Delete(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fixture.Eventually(t, "the Cluster gone", time.Minute, func(ctx context.Context) string {
+		err := c.Get(ctx, client.ObjectKeyFromObject(cluster), &clusterv1.Cluster{})
+		return fixture.Unless(apierrors.IsNotFound(err), fmt.Sprintf("still there (%v)", err))
+	})
+	if out, code := capstan(t, "restore", "--kubeconfig", kubeconfig, "--from", snapshot); code != 0 {
+		t.Fatalf("restore exited %d:\n%s", code, out)
+	}
+	notPaused("after the restore")
+	back := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(secret), back); err != nil || string(back.Data["value"]) != "kubeconfig" {
+		t.Errorf("the secret came back as %v, %v", back.Data, err)
+	}
+	restored := &clusterv1.Cluster{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(cluster), restored); err != nil || restored.Annotations["move.capstan.dev/source-uid"] != string(cluster.UID) {
+		t.Errorf("the restored Cluster does not record its original (%s): %v, %v", cluster.UID, restored.Annotations, err)
 	}
 }
