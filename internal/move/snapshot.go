@@ -63,7 +63,7 @@ func Restore(ctx context.Context, dir string, target client.Client, o Options) e
 	}
 	t := &clusterTarget{c: target, namespace: o.Namespace, uids: map[Key]types.UID{}}
 	var conflicts []string
-	restored, stillPaused := 0, false
+	restored := 0
 	for _, u := range objs {
 		existing, err := t.get(ctx, u.GroupVersionKind(), keyOf(u))
 		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
@@ -73,11 +73,7 @@ func Restore(ctx context.Context, dir string, target client.Client, o Options) e
 			return &Error{Step: "checking the target", Object: keyOf(u), Err: err}
 		}
 		if existing.GetAnnotations()[sourceUIDKey] == u.GetAnnotations()[sourceUIDKey] {
-			// Restored by an earlier run.
-			restored++
-			if _, ours := existing.GetAnnotations()[pausedByMoveKey]; ours {
-				stillPaused = true
-			}
+			restored++ // by an earlier run
 			continue
 		}
 		if d := differences(u, existing); len(d) > 0 {
@@ -89,9 +85,12 @@ func Restore(ctx context.Context, dir string, target client.Client, o Options) e
 		return &Error{Step: "checking the target", Err: fmt.Errorf("the target already has objects of these names that are not the snapshot's: %s; nothing was written: delete them there, or restore into another management cluster",
 			strings.Join(conflicts, ", "))}
 	}
-	if len(objs) > 0 && restored == len(objs) && !stillPaused {
-		if o.Out != nil {
-			fmt.Fprintf(o.Out, "All %d objects of the snapshot are in the target already, unpaused: nothing to do.\n", len(objs))
+	if len(objs) > 0 && restored == len(objs) {
+		// Every object is there: at most the unpausing was left undone
+		// (and comparing with the snapshot's paused copies would fail
+		// for those already unpaused).
+		if _, err := t.finish(ctx); err != nil {
+			return &Error{Step: "unpausing", Err: err}
 		}
 		return nil
 	}

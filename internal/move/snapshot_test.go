@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"capstan.dev/capstan/internal/move"
 )
@@ -83,8 +85,24 @@ func TestSnapshotKeepsTheSourceAndRestores(t *testing.T) {
 		}
 		unpaused(cp, "the target")
 	}
-	// Run again (as after an interruption): nothing is duplicated or refused.
+	// A restore interrupted while unpausing (the Cluster still paused, the
+	// other objects not) finishes when run again.
+	for _, u := range g.moved {
+		if u.GetKind() != "Cluster" {
+			continue
+		}
+		cp, _ := get(t, dst, u)
+		patch := []byte(`{"metadata":{"annotations":{"move.capstan.dev/paused":"true"}},"spec":{"paused":true}}`)
+		if err := dst.Patch(ctx, cp, client.RawPatch(types.MergePatchType, patch)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := move.Restore(ctx, dir, dst, move.Options{Namespace: ns}); err != nil {
 		t.Errorf("restoring again: %v", err)
+	}
+	for _, u := range g.moved {
+		if cp, ok := get(t, dst, u); ok {
+			unpaused(cp, "the target, after the second run")
+		}
 	}
 }
