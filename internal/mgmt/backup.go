@@ -112,15 +112,9 @@ func (d StateDir) Snapshot(ctx context.Context) (backup.Files, error) {
 // etcdSnapshot streams etcd's snapshot of its data (one consistent
 // revision) with the plane's etcd client credentials.
 func (d StateDir) etcdSnapshot(ctx context.Context, ports Ports) ([]byte, error) {
-	p := d.pki()
-	tlsCfg, err := transport.TLSInfo{CertFile: p.certFile(etcdClient), KeyFile: p.keyFile(etcdClient), TrustedCAFile: p.caCert()}.ClientConfig()
+	cli, err := d.etcdClient(ports)
 	if err != nil {
-		return nil, fmt.Errorf("etcd client credentials in %s: %w", p.dir, err)
-	}
-	u := loopbackURL("https", ports.EtcdClient)
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{u.String()}, TLS: tlsCfg, DialTimeout: 10 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		return nil, fmt.Errorf("connecting to etcd at %s: %w", u.String(), err)
+		return nil, err
 	}
 	defer cli.Close()
 	rc, err := cli.Snapshot(ctx)
@@ -136,6 +130,22 @@ func (d StateDir) etcdSnapshot(ctx context.Context, ports Ports) ([]byte, error)
 		return nil, err
 	}
 	return db, nil
+}
+
+// etcdClient connects to the plane's etcd with the API server's client
+// credentials.
+func (d StateDir) etcdClient(ports Ports) (*clientv3.Client, error) {
+	p := d.pki()
+	tlsCfg, err := transport.TLSInfo{CertFile: p.certFile(etcdClient), KeyFile: p.keyFile(etcdClient), TrustedCAFile: p.caCert()}.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("etcd client credentials in %s: %w", p.dir, err)
+	}
+	u := loopbackURL("https", ports.EtcdClient)
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{u.String()}, TLS: tlsCfg, DialTimeout: 10 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return nil, fmt.Errorf("connecting to etcd at %s: %w", u.String(), err)
+	}
+	return cli, nil
 }
 
 // checkEtcdSnapshot verifies the SHA-256 etcd appends to a snapshot.

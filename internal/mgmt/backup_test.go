@@ -10,9 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"capstan.dev/capstan/internal/backup"
 )
@@ -30,13 +28,7 @@ func withEtcd(t *testing.T, d StateDir, f func(c *clientv3.Client)) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	p := d.pki()
-	tlsCfg, err := transport.TLSInfo{CertFile: p.certFile(etcdClient), KeyFile: p.keyFile(etcdClient), TrustedCAFile: p.caCert()}.ClientConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := loopbackURL("https", ports.EtcdClient)
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{u.String()}, TLS: tlsCfg, DialTimeout: 10 * time.Second, Logger: zap.NewNop()})
+	c, err := d.etcdClient(ports)
 	if err != nil {
 		t.Fatal(err)
 	}
