@@ -48,6 +48,12 @@ type upOptions struct {
 	cluster        string
 	clusterTimeout time.Duration
 	template       clusterTemplateOptions
+	// backupEvery, when not zero, takes a snapshot of the plane at this
+	// interval into backupDir, keeping the newest backupKeep.
+	backupEvery   time.Duration
+	backupKeep    int
+	backupDir     string
+	backupKeyFile string
 }
 
 func newUpCommand(g *globals) *cobra.Command {
@@ -61,6 +67,9 @@ once the plane is ready and returns the shell; --foreground keeps it attached
 (for service managers). State, including every object, survives down and up.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if _, err := scheduledBackups(g.dir(), o); err != nil {
+				return err
+			}
 			if o.foreground {
 				return runForeground(cmd, g.dir(), o)
 			}
@@ -76,6 +85,10 @@ once the plane is ready and returns the shell; --foreground keeps it attached
 	cmd.Flags().StringVar(&o.cluster, "cluster", "", "also create a workload cluster of this name (on --infrastructure, the local provider by default) and wait until its nodes are Ready")
 	cmd.Flags().DurationVar(&o.clusterTimeout, "cluster-timeout", 10*time.Minute, "how long to wait for the --cluster workload cluster")
 	o.template.addFlags(cmd)
+	cmd.Flags().DurationVar(&o.backupEvery, "backup-every", 0, "take a snapshot of the plane at this interval (e.g. 1h), as capstan backup does; 0 takes none")
+	cmd.Flags().IntVar(&o.backupKeep, "backup-keep", 24, "with --backup-every, how many snapshots to keep; the oldest are removed")
+	cmd.Flags().StringVar(&o.backupDir, "backup-dir", "", "with --backup-every, where the snapshots go (default <state-dir>/backups; keep them off the state dir's disk to survive its loss)")
+	cmd.Flags().StringVar(&o.backupKeyFile, "backup-encryption-key-file", "", "with --backup-every, encrypt the snapshots with the 32-byte key in this file")
 	cmd.Flags().IntVar(&o.notifyFD, "notify-fd", 0, "file descriptor to report readiness on (used by the detaching parent)")
 	_ = cmd.Flags().MarkHidden("notify-fd")
 	return cmd
@@ -86,6 +99,13 @@ func runForeground(cmd *cobra.Command, dir mgmt.StateDir, o *upOptions) error {
 	var notify *os.File
 	if o.notifyFD > 0 {
 		notify = os.NewFile(uintptr(o.notifyFD), "notify")
+	}
+	schedule, err := scheduledBackups(dir, o)
+	if err != nil {
+		if notify != nil {
+			fmt.Fprintf(notify, "error %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
+		}
+		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -141,6 +161,10 @@ func runForeground(cmd *cobra.Command, dir mgmt.StateDir, o *upOptions) error {
 			}
 			return err
 		}
+	}
+	if schedule != nil {
+		schedule.Log = klog.Background().WithName("backup")
+		go schedule.Run(ctx)
 	}
 	klog.InfoS("Management plane ready", "server", plane.Admin.Host, "stateDir", dir, "seconds", time.Since(started).Seconds())
 	if notify != nil {
@@ -235,6 +259,10 @@ func runDetached(cmd *cobra.Command, dir mgmt.StateDir, o *upOptions) error {
 	}
 	if o.localDir != "" {
 		args = append(args, "--local-dir", o.localDir)
+	}
+	if o.backupEvery != 0 {
+		args = append(args, "--backup-every", o.backupEvery.String(), "--backup-keep", strconv.Itoa(o.backupKeep),
+			"--backup-dir", o.backupDir, "--backup-encryption-key-file", o.backupKeyFile)
 	}
 	child := exec.Command(exe, args...)
 	child.Stdout, child.Stderr = logFile, logFile

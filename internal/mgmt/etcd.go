@@ -11,6 +11,10 @@ import (
 	"capstan.dev/capstan/internal/embedded"
 )
 
+// etcdMemberName is the plane's one etcd member; a restore rebuilds the
+// membership under the same name.
+const etcdMemberName = "capstan"
+
 // startEtcd runs a single-member etcd over TLS with client-certificate
 // authentication, so that nothing on the host but the API server can read
 // the objects (secrets included) it stores.
@@ -23,7 +27,7 @@ func startEtcd(ctx context.Context, dir StateDir, ports Ports, logLevel string) 
 		ClientCertAuth: true,
 	}
 	return embedded.StartEtcd(ctx, embedded.EtcdConfig{
-		Name:      "capstan",
+		Name:      etcdMemberName,
 		Dir:       dir.etcdDir(),
 		ClientURL: loopbackURL("https", ports.EtcdClient),
 		PeerURL:   loopbackURL("https", ports.EtcdPeer),

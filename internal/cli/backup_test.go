@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Bad backup, restore and schedule flags are refused before anything
+// runs, each error naming the flag and the fix; a state directory that
+// holds no plane is refused by name.
+func TestBackupFlagsRefused(t *testing.T) {
+	dir := t.TempDir()
+	shortKey := filepath.Join(dir, "short.key")
+	if err := os.WriteFile(shortKey, []byte("0123456789abcdef"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	notASnapshot := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(notASnapshot, []byte("hello\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(dir, "empty-state")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"backup"}, "--to is required"},
+		{[]string{"backup", "--to", filepath.Join(dir, "b"), "-n", "x"}, "--namespace applies only with --kubeconfig"},
+		{[]string{"backup", "--to", filepath.Join(dir, "b"), "--encryption-key-file", shortKey}, "needs exactly 32 bytes"},
+		{[]string{"backup", "--to", "/proc/x/b", "--state-dir", empty}, "--to /proc/x/b"},
+		{[]string{"backup", "--to", filepath.Join(dir, "b"), "--state-dir", empty}, "holds no management plane"},
+		{[]string{"restore"}, "--from is required"},
+		{[]string{"restore", "--from", notASnapshot, "--state-dir", empty}, "not a capstan snapshot"},
+		{[]string{"up", "--state-dir", empty, "--backup-every", "-1h"}, "--backup-every must be a positive duration"},
+		{[]string{"up", "--state-dir", empty, "--backup-every", "1h", "--backup-keep", "0"}, "--backup-keep must be at least 1"},
+		{[]string{"up", "--state-dir", empty, "--backup-every", "1h", "--backup-dir", "/proc/x"}, "--backup-dir /proc/x"},
+	} {
+		_, _, err := runCapstan(t, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("capstan %s: %v; want an error saying %q", strings.Join(c.args, " "), err, c.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "b")); !os.IsNotExist(err) {
+		t.Errorf("a refused backup wrote its file (%v)", err)
+	}
+	if _, err := os.Stat(filepath.Join(empty, "etcd")); !os.IsNotExist(err) {
+		t.Errorf("a refused command created etcd data in %s (%v)", empty, err)
+	}
+}

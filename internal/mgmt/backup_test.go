@@ -1,0 +1,144 @@
+package mgmt
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"capstan.dev/capstan/internal/backup"
+)
+
+// withEtcd runs f with a client of d's etcd, started for the purpose.
+func withEtcd(t *testing.T, d StateDir, f func(c *clientv3.Client)) {
+	t.Helper()
+	ctx := context.Background()
+	ports, err := d.loadOrChoosePorts(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := startEtcd(ctx, d, ports, "error")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	c, err := d.etcdClient(ports)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	f(c)
+}
+
+func value(t *testing.T, c *clientv3.Client, key string) string {
+	t.Helper()
+	resp, err := c.Get(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) == 0 {
+		return ""
+	}
+	return string(resp.Kvs[0].Value)
+}
+
+// A stopped plane's state directory is snapshotted (etcd started on its
+// data while the directory is locked) with its credentials, and restored
+// into a new directory and over itself (the old etcd data kept aside):
+// the data and the CA come back. A damaged snapshot and a directory in use
+// are refused without touching the directory.
+func TestSnapshotAndRestoreStateDir(t *testing.T) {
+	ctx := context.Background()
+	d := StateDir(filepath.Join(t.TempDir(), "state"))
+	if err := d.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.pki().ensure(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Snapshot(ctx); err == nil || !strings.Contains(err.Error(), "no management plane") {
+		t.Errorf("snapshot of an empty directory: %v", err)
+	}
+	withEtcd(t, d, func(c *clientv3.Client) {
+		if _, err := c.Put(ctx, "/registry/kept", "before"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	files, err := d.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := files["pki/ca.key"]; !ok || files["pki/ca.key"].Mode != 0o600 {
+		t.Errorf("the snapshot lacks the CA key (or its mode): %v", files["pki/ca.key"].Mode)
+	}
+	for name := range files {
+		if strings.HasPrefix(name, "etcd/") || name == "ports.json" || name == "capstan.lock" {
+			t.Errorf("the snapshot holds %s", name)
+		}
+	}
+	withEtcd(t, d, func(c *clientv3.Client) {
+		if _, err := c.Put(ctx, "/registry/kept", "after"); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	// Refusals leave the target untouched.
+	fresh := StateDir(filepath.Join(t.TempDir(), "fresh"))
+	damaged := backup.Files{}
+	for n, f := range files {
+		damaged[n] = f
+	}
+	db := bytes.Clone(files[etcdSnapshotFile].Data)
+	db[len(db)/2] ^= 1
+	damaged[etcdSnapshotFile] = backup.File{Data: db, Mode: 0o600}
+	if _, err := fresh.Restore(damaged); err == nil || !strings.Contains(err.Error(), "SHA-256") {
+		t.Errorf("a damaged etcd snapshot: %v", err)
+	}
+	if _, err := os.Stat(string(fresh)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused restore created %s", fresh)
+	}
+	lock, err := d.TryLock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inUse *RestoreError
+	if _, err := d.Restore(files); !errors.As(err, &inUse) || !strings.Contains(err.Error(), "capstan down --state-dir") {
+		t.Errorf("restore into a directory in use: %v", err)
+	}
+	lock.Release()
+
+	// Into a new directory, then over the original.
+	if aside, err := fresh.Restore(files); err != nil || aside != "" {
+		t.Fatalf("restore into a new directory: %q, %v", aside, err)
+	}
+	withEtcd(t, fresh, func(c *clientv3.Client) {
+		if v := value(t, c, "/registry/kept"); v != "before" {
+			t.Errorf("restored value %q, want the snapshot's", v)
+		}
+	})
+	for _, f := range []string{"pki/ca.crt", "pki/sa.key"} {
+		a, _ := os.ReadFile(filepath.Join(string(d), f))
+		b, _ := os.ReadFile(filepath.Join(string(fresh), f))
+		if len(a) == 0 || !bytes.Equal(a, b) {
+			t.Errorf("%s was not restored", f)
+		}
+	}
+	aside, err := d.Restore(files)
+	if err != nil || aside == "" {
+		t.Fatalf("restore over a stopped plane: %q, %v", aside, err)
+	}
+	if _, err := os.Stat(filepath.Join(aside, "member")); err != nil {
+		t.Errorf("the replaced etcd data is not kept aside: %v", err)
+	}
+	withEtcd(t, d, func(c *clientv3.Client) {
+		if v := value(t, c, "/registry/kept"); v != "before" {
+			t.Errorf("value after restoring over the plane %q, want the snapshot's", v)
+		}
+	})
+}
