@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -35,9 +36,15 @@ const (
 	// the manager's admission webhooks.
 	WebhookService = "capstan-webhook-service"
 	webhookPort    = 9443
+	// metricsPort serves the manager's metrics over HTTPS, to callers the
+	// API server authenticates and authorises (MetricsReaderRole).
+	metricsPort    = 8443
 	DefaultImage   = "ghcr.io/capstan-dev/capstan"
 	managerLabel   = "app.kubernetes.io/name"
 	managerLabelOf = "capstan-manager"
+	// MetricsReaderRole grants GET /metrics: bind it to whatever scrapes
+	// the manager (the manager checks each request with the API server).
+	MetricsReaderRole = "capstan-metrics-reader"
 	// AggregateToManagerLabel is the label a provider puts on a ClusterRole
 	// that grants access to its kinds; the manager's role aggregates every
 	// such role, as Cluster API providers expect.
@@ -123,6 +130,11 @@ func Objects(o Options) ([]client.Object, error) {
 			TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "ClusterRole"),
 			ObjectMeta: metav1.ObjectMeta{Name: ManagerName + "-inmemory-provider", Labels: map[string]string{AggregateToManagerLabel: "true"}},
 			Rules:      providerRules(crds, "infrastructure-inmemory"),
+		},
+		&rbacv1.ClusterRole{
+			TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "ClusterRole"),
+			ObjectMeta: metav1.ObjectMeta{Name: MetricsReaderRole},
+			Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
 		},
 		&rbacv1.ClusterRoleBinding{
 			TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
@@ -220,12 +232,12 @@ func managerDeployment(o Options, labels, annotations map[string]string) *appsv1
 	c := corev1.Container{
 		Name:  "manager",
 		Image: image,
-		Args: []string{"manager", "--leader-elect", "--leader-election-namespace=" + Namespace, "--metrics-bind-address=:8080", "--health-probe-bind-address=:9440",
+		Args: []string{"manager", "--leader-elect", "--leader-election-namespace=" + Namespace, "--metrics-bind-address=:" + strconv.Itoa(metricsPort), "--health-probe-bind-address=:9440",
 			fmt.Sprintf("--webhook-bind-address=:%d", webhookPort), "--webhook-service=" + WebhookService, "--webhook-namespace=" + Namespace},
 		LivenessProbe:  probe("/healthz"),
 		ReadinessProbe: probe("/readyz"),
 		Ports: []corev1.ContainerPort{
-			{Name: "metrics", ContainerPort: 8080, Protocol: corev1.ProtocolTCP},
+			{Name: "metrics", ContainerPort: metricsPort, Protocol: corev1.ProtocolTCP},
 			{Name: "health", ContainerPort: 9440, Protocol: corev1.ProtocolTCP},
 			{Name: "webhook", ContainerPort: webhookPort, Protocol: corev1.ProtocolTCP},
 		},
