@@ -74,6 +74,11 @@ type Options struct {
 	// Webhook, when set, serves Capstan's admission webhooks (topology
 	// Clusters, ClusterClasses) from this manager; see package webhook.
 	Webhook *webhook.Options
+	// ClusterKubeconfigDir, when set, is the directory where `capstan up
+	// --cluster` leaves workload clusters' kubeconfigs
+	// (ClusterKubeconfigPath); a Cluster's file is removed once the Cluster
+	// is gone.
+	ClusterKubeconfigDir string
 	// SyncPeriod is how often every object is reconciled even without
 	// changes; it bounds how long a missed event can go unnoticed.
 	SyncPeriod time.Duration
