@@ -25,16 +25,6 @@ import (
 	"capstan.dev/capstan/test/fixture"
 )
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // externalIP is an address of this host other than loopback, or "" when it
 // has none.
 func externalIP() string {
@@ -95,7 +85,7 @@ func TestDefaultEndpointsListenOnLoopbackOnly(t *testing.T) {
 	}
 	// The defaults' hosts with free ports, since another manager on this
 	// machine may hold the default ports.
-	metrics, probes := freePort(t), freePort(t)
+	metrics, probes := fixture.FreePort(t), fixture.FreePort(t)
 	withPort := func(addr string, port int) string {
 		host, _, _ := net.SplitHostPort(addr)
 		return net.JoinHostPort(host, strconv.Itoa(port))
@@ -128,7 +118,7 @@ func TestExposedMetricsRequireAuthorisation(t *testing.T) {
 	env := manager.Plane()
 	ctx := context.Background()
 	ns := env.Namespace(t)
-	port := freePort(t)
+	port := fixture.FreePort(t)
 	startManager(t, manager.Options{MetricsAddr: "0.0.0.0:" + strconv.Itoa(port), ProbeAddr: "0"})
 
 	cs := kubernetes.NewForConfigOrDie(env.Config)

@@ -54,6 +54,10 @@ func TestLocalClusterLifecycle(t *testing.T) {
 	}
 	wl := kubernetes.NewForConfigOrDie(wcfg)
 
+	t.Run("files with credentials are private", func(t *testing.T) {
+		checkPrivateModes(t, p.dir)
+	})
+
 	t.Run("deployment pods run on the simulated nodes", func(t *testing.T) {
 		d := &appsv1.Deployment{
 			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
@@ -209,6 +213,9 @@ func TestLocalClusterLifecycle(t *testing.T) {
 			}
 			if _, err := os.Stat(filepath.Join(p.dir, "local", "default", "demo")); err == nil {
 				left = append(left, "directory local/default/demo")
+			}
+			if _, err := os.Stat(filepath.Join(p.dir, "demo.kubeconfig")); err == nil {
+				left = append(left, "the cluster's kubeconfig file demo.kubeconfig")
 			}
 			return strings.Join(left, ", ")
 		})
