@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -24,6 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/atomicfile"
+	"capstan.dev/capstan/internal/manager"
 	"capstan.dev/capstan/internal/mgmt"
 	"capstan.dev/capstan/internal/progress"
 	"capstan.dev/capstan/internal/scheme"
@@ -95,8 +95,8 @@ func createWorkloadCluster(ctx context.Context, out io.Writer, cfg *rest.Config,
 		}
 	}
 	report.Stop()
-	path := filepath.Join(string(dir), name+".kubeconfig")
-	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
+	path := manager.ClusterKubeconfigPath(string(dir), name)
+	if err := atomicfile.WriteFile(path, kubeconfig, 0o600); err != nil {
 		return fmt.Errorf("writing the cluster's kubeconfig: %w", err)
 	}
 	fmt.Fprintf(out, "Cluster %s is ready in %.1fs. Its nodes:\n\n", name, report.Elapsed().Seconds())

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"maps"
+	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -126,4 +127,20 @@ func inventoryVersions(t *testing.T) map[string]string {
 		out[p.Name] = p.Version
 	}
 	return out
+}
+
+// `capstan manager` keeps its metrics and probes on loopback unless told
+// otherwise.
+func TestManagerEndpointsDefaultToLoopback(t *testing.T) {
+	cmd := newManagerCommand()
+	for _, name := range []string{"metrics-bind-address", "health-probe-bind-address"} {
+		addr := cmd.Flags().Lookup(name).DefValue
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			t.Fatalf("--%s default %q: %v", name, addr, err)
+		}
+		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+			t.Errorf("--%s defaults to %q, which is not a loopback address", name, addr)
+		}
+	}
 }

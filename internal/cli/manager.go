@@ -71,8 +71,9 @@ replicas with --leader-elect for high availability.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster (default: $KUBECONFIG, then in-cluster)")
-	f.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 turns it off")
-	f.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":9440", "address of the /healthz and /readyz endpoints; 0 turns them off")
+	f.StringVar(&o.MetricsAddr, "metrics-bind-address", manager.DefaultMetricsAddr, "address of the Prometheus metrics endpoint; 0 turns it off. Off loopback (e.g. :8443) it serves HTTPS to callers the API server authenticates and allows GET /metrics")
+	f.StringVar(&o.MetricsCertDir, "metrics-cert-dir", "", "directory with tls.crt and tls.key for metrics served off loopback (default: a self-signed certificate made at start)")
+	f.StringVar(&o.ProbeAddr, "health-probe-bind-address", manager.DefaultProbeAddr, "address of the /healthz and /readyz endpoints (plain HTTP, no authentication: keep it on loopback or a Pod's network); 0 turns them off")
 	f.BoolVar(&o.LeaderElection, "leader-elect", false, "elect one active replica among several")
 	f.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election Lease (default: the Pod's namespace)")
 	f.StringVar(&o.LeaderElectionID, "leader-election-id", "capstan-manager", "name of the leader election Lease")

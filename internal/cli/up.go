@@ -138,7 +138,7 @@ func runForeground(cmd *cobra.Command, dir mgmt.StateDir, o *upOptions) error {
 		ctrl.SetLogger(klog.NewKlogr())
 		go func() {
 			mgr, err := manager.New(plane.Controllers, manager.Options{MetricsAddr: "0", ProbeAddr: "0",
-				Local: &local.Options{Dir: o.machinesDir(dir)}, InMemory: o.inMemoryOptions(),
+				Local: &local.Options{Dir: o.machinesDir(dir)}, InMemory: o.inMemoryOptions(), ClusterKubeconfigDir: string(dir),
 				Webhook: &webhook.Options{BindAddress: "127.0.0.1:0", Namespace: deploy.Namespace, Ready: func() { close(webhooksReady) }}})
 			if err != nil {
 				managerDone <- fmt.Errorf("starting controllers: %w", err)

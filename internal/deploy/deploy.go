@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -35,9 +36,15 @@ const (
 	// the manager's admission webhooks.
 	WebhookService = "capstan-webhook-service"
 	webhookPort    = 9443
+	// metricsPort serves the manager's metrics over HTTPS, to callers the
+	// API server authenticates and authorises (MetricsReaderRole).
+	metricsPort    = 8443
 	DefaultImage   = "ghcr.io/capstan-dev/capstan"
 	managerLabel   = "app.kubernetes.io/name"
 	managerLabelOf = "capstan-manager"
+	// MetricsReaderRole grants GET /metrics: bind it to whatever scrapes
+	// the manager (the manager checks each request with the API server).
+	MetricsReaderRole = "capstan-metrics-reader"
 	// AggregateToManagerLabel is the label a provider puts on a ClusterRole
 	// that grants access to its kinds; the manager's role aggregates every
 	// such role, as Cluster API providers expect.
@@ -112,7 +119,7 @@ func Objects(o Options) ([]client.Object, error) {
 		&rbacv1.ClusterRole{
 			TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "ClusterRole"),
 			ObjectMeta: metav1.ObjectMeta{Name: ManagerName + "-core", Labels: map[string]string{AggregateToManagerLabel: "true"}},
-			Rules:      managerRules,
+			Rules:      managerRules(crds),
 		},
 		&rbacv1.ClusterRole{
 			TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "ClusterRole"),
@@ -123,6 +130,11 @@ func Objects(o Options) ([]client.Object, error) {
 			TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "ClusterRole"),
 			ObjectMeta: metav1.ObjectMeta{Name: ManagerName + "-inmemory-provider", Labels: map[string]string{AggregateToManagerLabel: "true"}},
 			Rules:      providerRules(crds, "infrastructure-inmemory"),
+		},
+		&rbacv1.ClusterRole{
+			TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "ClusterRole"),
+			ObjectMeta: metav1.ObjectMeta{Name: MetricsReaderRole},
+			Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
 		},
 		&rbacv1.ClusterRoleBinding{
 			TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
@@ -161,50 +173,68 @@ func Objects(o Options) ([]client.Object, error) {
 	return objs, nil
 }
 
-// managerRules are the manager's rights: full control of Cluster API's own
-// kinds, and only what it needs of Kubernetes' built-in ones. Provider kinds
-// come through aggregation.
-var managerRules = []rbacv1.PolicyRule{
-	{
-		APIGroups: []string{"cluster.x-k8s.io", "addons.cluster.x-k8s.io", "bootstrap.cluster.x-k8s.io", "controlplane.cluster.x-k8s.io"},
-		Resources: []string{"*"},
-		Verbs:     []string{"get", "list", "watch", "create", "update", "patch", "delete"},
-	},
-	{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
-	{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
-	{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
-	{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "list", "watch"}},
-	{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
-	{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
-	// The admission webhooks: the manager writes its own configurations
-	// (their caBundle follows its certificate) and checks its namespace.
-	{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"},
-		Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
-	{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get"}},
+// managerGroups are the API groups of the kinds Capstan's manager itself
+// serves the contract of: Cluster API's core, add-ons, and the kubeadm
+// bootstrap and control-plane providers it runs.
+var managerGroups = []string{"cluster.x-k8s.io", "addons.cluster.x-k8s.io", "bootstrap.cluster.x-k8s.io", "controlplane.cluster.x-k8s.io"}
+
+// managerRules are the manager's rights: each of its own kinds by name
+// (from the CRDs, so a new kind cannot be forgotten), and only what it needs
+// of Kubernetes' built-in ones. Infrastructure providers' kinds, Capstan's
+// own included, come through aggregation.
+func managerRules(crds []*apiextensionsv1.CustomResourceDefinition) []rbacv1.PolicyRule {
+	own := kindRules(crds, func(c *apiextensionsv1.CustomResourceDefinition) bool {
+		return slices.Contains(managerGroups, c.Spec.Group)
+	})
+	return append(own,
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
+		rbacv1.PolicyRule{APIGroups: []string{"", "events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch", "update"}},
+		rbacv1.PolicyRule{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "list", "watch"}},
+		// Metrics served off loopback ask the API server who a caller is
+		// and whether it may read them.
+		rbacv1.PolicyRule{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
+		rbacv1.PolicyRule{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
+		// The admission webhooks: the manager writes its own configurations
+		// (their caBundle follows its certificate) and checks its namespace.
+		rbacv1.PolicyRule{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"},
+			Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get"}},
+	)
 }
 
 // providerRules are the rights of one of Capstan's own infrastructure
 // providers, aggregated into the manager's role like any provider's: every
-// kind whose CRD carries the provider's label, with its status and
-// finalizers. Derived from the CRDs, so a new kind cannot be forgotten.
+// kind whose CRD carries the provider's label.
 func providerRules(crds []*apiextensionsv1.CustomResourceDefinition, provider string) []rbacv1.PolicyRule {
-	rule := rbacv1.PolicyRule{Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}}
+	return kindRules(crds, func(c *apiextensionsv1.CustomResourceDefinition) bool {
+		return c.Labels[clusterv1.ProviderNameLabel] == provider
+	})
+}
+
+// kindRules grant full control of the kinds of the chosen CRDs, each named
+// with its status (when it has one) and finalizers subresources; one rule
+// per API group, so that no resource name is granted in another group.
+func kindRules(crds []*apiextensionsv1.CustomResourceDefinition, chosen func(*apiextensionsv1.CustomResourceDefinition) bool) []rbacv1.PolicyRule {
+	var rules []rbacv1.PolicyRule
 	for _, c := range crds {
-		if c.Labels[clusterv1.ProviderNameLabel] != provider {
+		if !chosen(c) {
 			continue
 		}
-		if !slices.Contains(rule.APIGroups, c.Spec.Group) {
-			rule.APIGroups = append(rule.APIGroups, c.Spec.Group)
+		i := slices.IndexFunc(rules, func(r rbacv1.PolicyRule) bool { return r.APIGroups[0] == c.Spec.Group })
+		if i < 0 {
+			rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{c.Spec.Group}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}})
+			i = len(rules) - 1
 		}
 		plural := c.Spec.Names.Plural
-		rule.Resources = append(rule.Resources, plural, plural+"/finalizers")
+		rules[i].Resources = append(rules[i].Resources, plural, plural+"/finalizers")
 		if slices.ContainsFunc(c.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool {
 			return v.Subresources != nil && v.Subresources.Status != nil
 		}) {
-			rule.Resources = append(rule.Resources, plural+"/status")
+			rules[i].Resources = append(rules[i].Resources, plural+"/status")
 		}
 	}
-	return []rbacv1.PolicyRule{rule}
+	return rules
 }
 
 func managerDeployment(o Options, labels, annotations map[string]string) *appsv1.Deployment {
@@ -220,12 +250,12 @@ func managerDeployment(o Options, labels, annotations map[string]string) *appsv1
 	c := corev1.Container{
 		Name:  "manager",
 		Image: image,
-		Args: []string{"manager", "--leader-elect", "--leader-election-namespace=" + Namespace, "--metrics-bind-address=:8080", "--health-probe-bind-address=:9440",
+		Args: []string{"manager", "--leader-elect", "--leader-election-namespace=" + Namespace, "--metrics-bind-address=:" + strconv.Itoa(metricsPort), "--health-probe-bind-address=:9440",
 			fmt.Sprintf("--webhook-bind-address=:%d", webhookPort), "--webhook-service=" + WebhookService, "--webhook-namespace=" + Namespace},
 		LivenessProbe:  probe("/healthz"),
 		ReadinessProbe: probe("/readyz"),
 		Ports: []corev1.ContainerPort{
-			{Name: "metrics", ContainerPort: 8080, Protocol: corev1.ProtocolTCP},
+			{Name: "metrics", ContainerPort: metricsPort, Protocol: corev1.ProtocolTCP},
 			{Name: "health", ContainerPort: 9440, Protocol: corev1.ProtocolTCP},
 			{Name: "webhook", ContainerPort: webhookPort, Protocol: corev1.ProtocolTCP},
 		},

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -68,4 +69,40 @@ func TestManifestsApplyAndAggregate(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// The manager's rights name each resource, group and verb: a wildcard would
+// grant whatever kinds a group gains later, other teams' included.
+func TestManagerRulesNameEveryResource(t *testing.T) {
+	objs, err := deploy.Objects(deploy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	granted := map[string]bool{}
+	for _, obj := range objs {
+		role, ok := obj.(*rbacv1.ClusterRole)
+		if !ok || (role.Name != deploy.ManagerName && role.Labels[deploy.AggregateToManagerLabel] != "true") {
+			continue
+		}
+		for _, r := range role.Rules {
+			for _, list := range [][]string{r.APIGroups, r.Resources, r.Verbs} {
+				if slices.Contains(list, "*") {
+					t.Errorf("ClusterRole %s grants a wildcard: %+v", role.Name, r)
+				}
+			}
+			for _, g := range r.APIGroups {
+				for _, res := range r.Resources {
+					granted[g+"/"+res] = true
+				}
+			}
+		}
+	}
+	// Every kind of Capstan's own CRDs is granted, with its status.
+	for _, want := range []string{"cluster.x-k8s.io/clusters", "cluster.x-k8s.io/clusters/status", "cluster.x-k8s.io/machinedrainrules",
+		"addons.cluster.x-k8s.io/clusterresourcesetbindings", "bootstrap.cluster.x-k8s.io/kubeadmconfigs/status",
+		"controlplane.cluster.x-k8s.io/kubeadmcontrolplanes/finalizers", "infrastructure.cluster.x-k8s.io/localmachines/status"} {
+		if !granted[want] {
+			t.Errorf("the manager is not granted %s", want)
+		}
+	}
 }

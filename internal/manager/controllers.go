@@ -48,6 +48,11 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err := classes.SetupWithManager(ctx, mgr, controller.Options{MaxConcurrentReconciles: o.concurrency(ClusterClassController)}); err != nil {
 		return err
 	}
+	if o.ClusterKubeconfigDir != "" {
+		if err := setupKubeconfigFiles(mgr, o.ClusterKubeconfigDir); err != nil {
+			return err
+		}
+	}
 	if o.Webhook != nil {
 		hooks := *o.Webhook
 		hooks.FilteredCache = o.Namespace != "" || o.WatchFilter != ""

@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"capstan.dev/capstan/internal/providers/inmemory"
 	"capstan.dev/capstan/internal/providers/local"
@@ -34,8 +33,13 @@ const WatchFilterLabel = "cluster.x-k8s.io/watch-filter"
 
 // Options configure the manager.
 type Options struct {
-	// MetricsAddr serves Prometheus metrics; "0" turns them off.
+	// MetricsAddr serves Prometheus metrics; "0" turns them off. On a
+	// loopback address they are plain HTTP; on any other, HTTPS for
+	// callers the API server authenticates and authorises (see metrics.go).
 	MetricsAddr string
+	// MetricsCertDir holds tls.crt and tls.key for metrics served on a
+	// non-loopback address; empty, a self-signed certificate is made at start.
+	MetricsCertDir string
 	// ProbeAddr serves /healthz and /readyz; "0" turns them off.
 	ProbeAddr string
 	// LeaderElection makes one of several replicas active at a time.
@@ -70,6 +74,11 @@ type Options struct {
 	// Webhook, when set, serves Capstan's admission webhooks (topology
 	// Clusters, ClusterClasses) from this manager; see package webhook.
 	Webhook *webhook.Options
+	// ClusterKubeconfigDir, when set, is the directory where `capstan up
+	// --cluster` leaves workload clusters' kubeconfigs
+	// (ClusterKubeconfigPath); a Cluster's file is removed once the Cluster
+	// is gone.
+	ClusterKubeconfigDir string
 	// SyncPeriod is how often every object is reconciled even without
 	// changes; it bounds how long a missed event can go unnoticed.
 	SyncPeriod time.Duration
@@ -147,6 +156,10 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if id == "" {
 		id = "capstan-manager"
 	}
+	metrics, err := metricsOptions(o)
+	if err != nil {
+		return nil, err
+	}
 	secrets, err := secretCache()
 	if err != nil {
 		return nil, err
@@ -156,7 +169,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Scheme:                        scheme.New(),
 		NewClient:                     newClient,
 		Cache:                         cacheOpts,
-		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		Metrics:                       metrics,
 		HealthProbeBindAddress:        o.ProbeAddr,
 		LeaderElection:                o.LeaderElection,
 		LeaderElectionID:              id,

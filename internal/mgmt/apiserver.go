@@ -40,6 +40,8 @@ func apiServerArgs(dir StateDir, ports Ports) []string {
 		"--service-account-key-file=" + p.serviceAccountPub(),
 		"--service-account-signing-key-file=" + p.serviceAccountKey(),
 		"--authorization-mode=RBAC",
+		// Secrets are encrypted before they reach etcd's files.
+		"--encryption-provider-config=" + p.encryptionConfig(),
 		"--service-cluster-ip-range=10.96.0.0/12",
 		// The plane serves on loopback only; there is no Service network
 		// behind it for the kubernetes Service's endpoints to point at.

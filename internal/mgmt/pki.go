@@ -84,7 +84,10 @@ func (p pki) ensure(now time.Time) error {
 			return fmt.Errorf("certificate %s: %w", l.name, err)
 		}
 	}
-	return p.ensureServiceAccountKey()
+	if err := p.ensureServiceAccountKey(); err != nil {
+		return err
+	}
+	return p.ensureEncryptionConfig()
 }
 
 func (p pki) ensureCA(now time.Time) (*certs.KeyPair, error) {

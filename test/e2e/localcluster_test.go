@@ -54,6 +54,10 @@ func TestLocalClusterLifecycle(t *testing.T) {
 	}
 	wl := kubernetes.NewForConfigOrDie(wcfg)
 
+	t.Run("files with credentials are private", func(t *testing.T) {
+		checkPrivateModes(t, p.dir)
+	})
+
 	t.Run("deployment pods run on the simulated nodes", func(t *testing.T) {
 		d := &appsv1.Deployment{
 			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
@@ -232,6 +236,9 @@ func leftOfLocalCluster(ctx context.Context, mc client.Client, stateDir, cluster
 	}
 	if _, err := os.Stat(filepath.Join(stateDir, "local", "default", cluster)); err == nil {
 		left = append(left, "directory local/default/"+cluster)
+	}
+	if _, err := os.Stat(filepath.Join(stateDir, cluster+".kubeconfig")); err == nil {
+		left = append(left, "the cluster's kubeconfig file "+cluster+".kubeconfig")
 	}
 	return strings.Join(left, ", ")
 }

@@ -152,7 +152,10 @@ func (d bootstrapData) render() ([]byte, error) {
 	cfg := cloudConfig{}
 	cfg.WriteFiles = append(cfg.WriteFiles, d.files...)
 	cfg.WriteFiles = append(cfg.WriteFiles, d.certFiles...)
-	cfg.WriteFiles = append(cfg.WriteFiles, cloudFile{Path: path, Owner: "root:root", Permissions: "0640", Content: string(d.kubeadmConfig)})
+	// 0600, where Cluster API's provider writes 0640: a join configuration
+	// holds the bootstrap token, and kubeadm runs as root, which needs no
+	// group to read it.
+	cfg.WriteFiles = append(cfg.WriteFiles, cloudFile{Path: path, Owner: "root:root", Permissions: "0600", Content: string(d.kubeadmConfig)})
 	cfg.BootCmd = spec.BootCommands
 	cfg.RunCmd = append(cfg.RunCmd, spec.PreKubeadmCommands...)
 	cfg.RunCmd = append(cfg.RunCmd, kubeadmCommand(d.join, spec.Verbosity))

@@ -72,7 +72,7 @@ func TestCloudConfigParsesBack(t *testing.T) {
 			}
 		}
 		last := cfg.WriteFiles[len(cfg.WriteFiles)-1]
-		if last.Path != wantPath || last.Mode != 0o640 || !strings.Contains(last.Content, "kind: JoinConfiguration") {
+		if last.Path != wantPath || last.Mode != 0o600 || !strings.Contains(last.Content, "kind: JoinConfiguration") {
 			t.Errorf("kubeadm file: %+v", last)
 		}
 		var run []string

@@ -106,7 +106,7 @@ func (a *agent) markStarted() error {
 // saveConfig keeps the kubeadm configuration for restarts.
 func (a *agent) saveConfig(data []byte) error {
 	p, _ := hostPath(a.root, configCopy)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return err
 	}
 	return atomicfile.WriteFile(p, data, 0o600)

@@ -123,7 +123,8 @@ func (r *clusterReconciler) reconcileLoadBalancer(ctx context.Context, lc *local
 	machinesDir := r.layout.machines(lc.Namespace, clusterName)
 	lc.Status.LoadBalancer.Dir = dir
 	for _, d := range []string{dir, machinesDir} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+		// The cluster's machines and load balancer are its owner's alone.
+		if err := os.MkdirAll(d, 0o700); err != nil {
 			return ctrl.Result{}, err
 		}
 	}

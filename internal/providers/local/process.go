@@ -21,7 +21,7 @@ import (
 // stdin /dev/null, stdout and stderr appended to logPath. It returns the
 // process's pid, which is also its process group id.
 func startDetached(binary string, args []string, dir, logPath string) (int, error) {
-	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return 0, err
 	}

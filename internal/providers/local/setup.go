@@ -58,7 +58,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err != nil {
 		return fmt.Errorf("local provider: directory %s: %w", o.Dir, err)
 	}
-	if err := os.MkdirAll(root, 0o755); err != nil {
+	if err := os.MkdirAll(root, 0o700); err != nil {
 		return fmt.Errorf("local provider: creating %s: %w", root, err)
 	}
 	binary := o.Binary

@@ -75,11 +75,12 @@ func ReadMachine(dir string) (Machine, error) {
 }
 
 // WriteMachine writes dir/machine.json and dir/bootstrap-data (0600: it holds
-// the cluster's keys), creating dir. Files that already hold the content are
+// the cluster's keys), creating dir (0700: what the machine keeps under it,
+// kubeconfigs and keys among it, is its owner's alone). Files that already hold the content are
 // left alone, since the manager writes them on every reconcile and the
 // machine's process may be reading them.
 func WriteMachine(dir string, m Machine, bootstrapData []byte) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
 	raw, err := json.MarshalIndent(m, "", "  ")
