@@ -3,6 +3,7 @@ package workload_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"runtime"
 	"strings"
@@ -267,13 +268,17 @@ func TestMissingOrInvalidKubeconfigIsTypedError(t *testing.T) {
 	if workload.ReasonOf(err) != workload.ReasonUnreachable || !strings.Contains(err.Error(), dead.addr) {
 		t.Fatalf("GetClient of an unreachable cluster = %v, want %s naming the address", err, workload.ReasonUnreachable)
 	}
-	dead.restore(t)
 	if _, err := cc.GetClient(ctx, other); workload.ReasonOf(err) != workload.ReasonUnreachable {
 		t.Errorf("GetClient within RetryInterval = %v, want the previous error again", err)
 	}
-	if n := dead.accepted.Load(); n != 0 {
-		t.Errorf("the cache retried within RetryInterval (%d connections)", n)
-	}
+	// RetryInterval (an hour here) does not hold back a cluster that
+	// answers again: the probe loop notices it at its next round.
+	dead.restore(t)
+	fixture.Eventually(t, "GetClient connects once the cluster answers", 10*time.Second, func(context.Context) string {
+		_, err := cc.GetClient(ctx, other)
+		return fixture.Unless(err == nil, fmt.Sprint(err))
+	})
+	dead.cut()
 
 	// A server that accepts connections and never answers costs at most
 	// ProbeTimeout (1s here), not a hung reconcile.
@@ -405,10 +410,27 @@ func TestProbeFailuresDisconnectAndNextUseReconnects(t *testing.T) {
 	})
 
 	p.cut()
-	// Until the threshold, watched kinds are still served from the cache.
+	// Until the threshold, a client already handed out still reads watched
+	// kinds from the cache...
 	if err := c.Get(ctx, client.ObjectKey{Name: name}, &corev1.Node{}); err != nil {
 		t.Errorf("cached read right after the server vanished: %v", err)
 	}
+	// ...but from the first failed probe on, the cache hands out no client
+	// whose reads would pass the silent cluster's last words for its
+	// present state, says why (the connection error, not client-go's rate
+	// limiter), and tells the controllers.
+	waitForHealthEvent(t, changes, key) // stopped answering
+	if h := cc.Health(key); !h.Connected || h.ConsecutiveFailures == 0 {
+		t.Errorf("Health after the first failed probe = %+v, want connected with failures", h)
+	}
+	_, err = cc.GetClient(ctx, key)
+	if workload.ReasonOf(err) != workload.ReasonUnreachable || !strings.Contains(err.Error(), "connection refused") || strings.Contains(err.Error(), "rate limiter") {
+		t.Errorf("GetClient after a failed probe = %v, want %s naming the refused connection", err, workload.ReasonUnreachable)
+	}
+	fixture.Eventually(t, "disconnected after 3 failed probes", 10*time.Second, func(context.Context) string {
+		h := cc.Health(key)
+		return fixture.Unless(!h.Connected, fmt.Sprintf("%+v", h))
+	})
 	waitForHealthEvent(t, changes, key) // disconnected
 	h := cc.Health(key)
 	if h.Connected || h.ConsecutiveFailures < 3 || !strings.Contains(h.Message, "3 consecutive failed health probes") {
@@ -425,12 +447,13 @@ func TestProbeFailuresDisconnectAndNextUseReconnects(t *testing.T) {
 	}
 
 	p.restore(t)
-	var c2 client.Client
-	fixture.Eventually(t, "GetClient reconnects", 10*time.Second, func(context.Context) string {
-		c2, err = cc.GetClient(ctx, key)
-		return fixture.Unless(err == nil, "")
-	})
-	waitForHealthEvent(t, changes, key) // connected again
+	// The probe loop notices the answer and says so, without anyone
+	// asking for a client.
+	waitForHealthEvent(t, changes, key) // answers again
+	c2, err := cc.GetClient(ctx, key)
+	if err != nil {
+		t.Fatalf("GetClient once the cluster answers again: %v", err)
+	}
 	if h := cc.Health(key); !h.Connected || h.ConsecutiveFailures != 0 {
 		t.Errorf("Health after reconnecting = %+v", h)
 	}
