@@ -260,12 +260,12 @@ func TestMissingOrInvalidKubeconfigIsTypedError(t *testing.T) {
 
 	// An unreachable server is reported as such, and not retried before
 	// RetryInterval.
-	dead := newProxy(t, apiServerAddr(t, wl))
-	dead.cut()
+	dead := fixture.NewProxy(t, apiServerAddr(t, wl))
+	dead.Cut()
 	other := client.ObjectKey{Namespace: ns, Name: "unreachable"}
 	putKubeconfig(t, other, kubeconfigData(kubeconfig(t, wl, dead.URL())))
 	_, err = cc.GetClient(ctx, other)
-	if workload.ReasonOf(err) != workload.ReasonUnreachable || !strings.Contains(err.Error(), dead.addr) {
+	if workload.ReasonOf(err) != workload.ReasonUnreachable || !strings.Contains(err.Error(), dead.Addr()) {
 		t.Fatalf("GetClient of an unreachable cluster = %v, want %s naming the address", err, workload.ReasonUnreachable)
 	}
 	if _, err := cc.GetClient(ctx, other); workload.ReasonOf(err) != workload.ReasonUnreachable {
@@ -273,12 +273,12 @@ func TestMissingOrInvalidKubeconfigIsTypedError(t *testing.T) {
 	}
 	// RetryInterval (an hour here) does not hold back a cluster that
 	// answers again: the probe loop notices it at its next round.
-	dead.restore(t)
+	dead.Restore(t)
 	fixture.Eventually(t, "GetClient connects once the cluster answers", 10*time.Second, func(context.Context) string {
 		_, err := cc.GetClient(ctx, other)
 		return fixture.Unless(err == nil, fmt.Sprint(err))
 	})
-	dead.cut()
+	dead.Cut()
 
 	// A server that accepts connections and never answers costs at most
 	// ProbeTimeout (1s here), not a hung reconcile.
@@ -355,7 +355,7 @@ func TestKubeconfigRotationRebuildsConnection(t *testing.T) {
 	}
 
 	// New kubeconfig data (here: another address for the same server).
-	p := newProxy(t, apiServerAddr(t, wl))
+	p := fixture.NewProxy(t, apiServerAddr(t, wl))
 	putKubeconfig(t, key, kubeconfigData(kubeconfig(t, wl, p.URL())))
 	c2, err := cc.GetClient(ctx, key)
 	if err != nil {
@@ -367,7 +367,7 @@ func TestKubeconfigRotationRebuildsConnection(t *testing.T) {
 	if err := c2.Get(ctx, client.ObjectKey{Name: name}, &corev1.Node{}); err != nil {
 		t.Fatalf("reading through the new client: %v", err)
 	}
-	if p.accepted.Load() == 0 {
+	if p.Accepted() == 0 {
 		t.Error("the new client does not use the new kubeconfig's server")
 	}
 	if !cc.Health(key).Connected {
@@ -390,7 +390,7 @@ func TestProbeFailuresDisconnectAndNextUseReconnects(t *testing.T) {
 	ctx := context.Background()
 	ns := mgmt.Namespace(t)
 	key := client.ObjectKey{Namespace: ns, Name: "flaky"}
-	p := newProxy(t, apiServerAddr(t, wl))
+	p := fixture.NewProxy(t, apiServerAddr(t, wl))
 	putKubeconfig(t, key, kubeconfigData(kubeconfig(t, wl, p.URL())))
 	name := nodeName(ns)
 	newNode(t, name)
@@ -409,7 +409,7 @@ func TestProbeFailuresDisconnectAndNextUseReconnects(t *testing.T) {
 		return fixture.Unless(c.Get(ctx, client.ObjectKey{Name: name}, &corev1.Node{}) == nil, "")
 	})
 
-	p.cut()
+	p.Cut()
 	// Until the threshold, a client already handed out still reads watched
 	// kinds from the cache...
 	if err := c.Get(ctx, client.ObjectKey{Name: name}, &corev1.Node{}); err != nil {
@@ -446,7 +446,7 @@ func TestProbeFailuresDisconnectAndNextUseReconnects(t *testing.T) {
 		t.Errorf("GetClient while unreachable = %v, want %s", err, workload.ReasonUnreachable)
 	}
 
-	p.restore(t)
+	p.Restore(t)
 	// The probe loop notices the answer and says so, without anyone
 	// asking for a client.
 	waitForHealthEvent(t, changes, key) // answers again
