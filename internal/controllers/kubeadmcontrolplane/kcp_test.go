@@ -66,9 +66,14 @@ func TestMain(m *testing.M) {
 // to a real etcd.
 func createCluster(t *testing.T, ns string, replicas int32) *controlplanev1.KubeadmControlPlane {
 	t.Helper()
+	return createClusterWith(t, ns, replicas, fixture.KubeconfigSecret(t, planes.Workload, ns, "c"))
+}
+
+// createClusterWith is createCluster with the given kubeconfig Secret.
+func createClusterWith(t *testing.T, ns string, replicas int32, kubeconfig *corev1.Secret) *controlplanev1.KubeadmControlPlane {
+	t.Helper()
 	ctx := context.Background()
 	c := planes.Mgmt.Client
-	kubeconfig := fixture.KubeconfigSecret(t, planes.Workload, ns, "c")
 	pki := filepath.Join(planes.Workload.StateDir, "pki")
 	caCert, err := os.ReadFile(filepath.Join(pki, "ca.crt"))
 	if err != nil {
