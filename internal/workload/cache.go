@@ -349,10 +349,10 @@ func (c *ClusterCache) connectEntry(ctx context.Context, e *clusterEntry) (*acce
 		}
 		probed := ReasonOf(err) == ReasonUnreachable
 		if probed {
+			// Unreachable: the probe loop asks again, and announces the
+			// cluster again once it answers.
 			e.mu.Lock()
-			if !e.down {
-				e.down, e.announced = true, false
-			}
+			e.down, e.announced = true, false
 			e.mu.Unlock()
 		}
 		c.setDisconnected(e, msg, probed, now)

@@ -282,33 +282,9 @@ func TestMissingOrInvalidKubeconfigIsTypedError(t *testing.T) {
 
 	// A server that accepts connections and never answers costs at most
 	// ProbeTimeout (1s here), not a hung reconcile.
-	hole, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var held []net.Conn
-	var heldMu sync.Mutex
-	go func() {
-		for {
-			c, err := hole.Accept()
-			if err != nil {
-				return
-			}
-			heldMu.Lock()
-			held = append(held, c)
-			heldMu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		hole.Close()
-		heldMu.Lock()
-		for _, c := range held {
-			c.Close()
-		}
-		heldMu.Unlock()
-	})
+	hole := listen(t, func(net.Conn) {}) // holds each connection open, unanswered
 	silent := client.ObjectKey{Namespace: ns, Name: "silent"}
-	putKubeconfig(t, silent, kubeconfigData(kubeconfig(t, wl, "https://"+hole.Addr().String())))
+	putKubeconfig(t, silent, kubeconfigData(kubeconfig(t, wl, "https://"+hole)))
 	start := time.Now()
 	_, err = cc.GetClient(ctx, silent)
 	if workload.ReasonOf(err) != workload.ReasonUnreachable {

@@ -2,11 +2,8 @@ package kubeadmcontrolplane_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -50,14 +47,7 @@ func TestHealthConditionsFollowTheConnection(t *testing.T) {
 		first = ms[0]
 		return fixture.Unless(first.Status.NodeRef.Name != "", "no nodeRef")
 	})
-	ports := struct {
-		EtcdClient int `json:"etcdClient"`
-	}{}
-	raw, err := os.ReadFile(filepath.Join(planes.Workload.StateDir, "ports.json"))
-	if err != nil || json.Unmarshal(raw, &ports) != nil {
-		t.Fatalf("reading the workload plane's ports: %v", err)
-	}
-	runKubelet(t, first.Status.NodeRef.Name, fmt.Sprintf("127.0.0.1:%d", ports.EtcdClient))
+	runKubelet(t, first.Status.NodeRef.Name, etcdClientAddr(t))
 
 	// Read through the proxy: etcd answers (its only member is the plane's,
 	// which belongs to no Machine) and the components are healthy.

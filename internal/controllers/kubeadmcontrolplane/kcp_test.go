@@ -284,14 +284,7 @@ func TestInitJoinGatesAndDeletion(t *testing.T) {
 		}
 		return ""
 	})
-	ports := struct {
-		EtcdClient int `json:"etcdClient"`
-	}{}
-	raw, err := os.ReadFile(filepath.Join(planes.Workload.StateDir, "ports.json"))
-	if err != nil || json.Unmarshal(raw, &ports) != nil {
-		t.Fatalf("reading the workload plane's ports: %v", err)
-	}
-	runKubelet(t, first.Status.NodeRef.Name, fmt.Sprintf("127.0.0.1:%d", ports.EtcdClient))
+	runKubelet(t, first.Status.NodeRef.Name, etcdClientAddr(t))
 
 	fixture.Eventually(t, "initialized, and the join held back by etcd", 30*time.Second, func(context.Context) string {
 		kcp := getKCP(t, ns)
@@ -339,6 +332,19 @@ func TestInitJoinGatesAndDeletion(t *testing.T) {
 		}
 		return ""
 	})
+}
+
+// etcdClientAddr is where the workload plane's etcd serves its clients.
+func etcdClientAddr(t *testing.T) string {
+	t.Helper()
+	ports := struct {
+		EtcdClient int `json:"etcdClient"`
+	}{}
+	raw, err := os.ReadFile(filepath.Join(planes.Workload.StateDir, "ports.json"))
+	if err != nil || json.Unmarshal(raw, &ports) != nil {
+		t.Fatalf("reading the workload plane's ports: %v", err)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", ports.EtcdClient)
 }
 
 // runKubelet runs the simulated kubelet of a control-plane machine's node
