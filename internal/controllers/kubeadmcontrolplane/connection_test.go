@@ -35,9 +35,13 @@ func TestHealthConditionsFollowTheConnection(t *testing.T) {
 	proxy := fixture.NewProxy(t, server.Host)
 	createClusterWith(t, ns, 1, fixture.KubeconfigSecretVia(t, planes.Workload, ns, "c", proxy.URL()))
 
-	if err := planes.Workload.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kubeadm-config"}}); err != nil && !apierrors.IsAlreadyExists(err) {
+	// kubeadm init's ConfigMap says the cluster is initialized; the
+	// workload plane is shared, so it goes again with the test.
+	initDone := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kubeadm-config"}}
+	if err := planes.Workload.Client.Create(ctx, initDone); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = planes.Workload.Client.Delete(context.Background(), initDone) })
 	var first clusterv1.Machine
 	fixture.Eventually(t, "the first Machine's Node", time.Minute, func(context.Context) string {
 		ms := controlPlaneMachines(t, ns)
