@@ -3,9 +3,15 @@ package workload
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -181,9 +187,45 @@ func unreachable(key client.ObjectKey, host string, err error, opts Options) *No
 // ping asks the API server for its root path, which every conformant API
 // server answers; /readyz is optional (upstream's simulated API servers do
 // not serve it) and would report a healthy server as unreachable.
+//
+// A probe is one attempt: client-go's retries of a GET that met a closed
+// connection would spend the probe's time in backoff and then report the
+// expired deadline (as a rate limiter error) instead of what went wrong.
 func ping(ctx context.Context, probe rest.Interface, timeout time.Duration) error {
-	_, err := probe.Get().AbsPath("/").Timeout(timeout).DoRaw(ctx)
-	return err
+	_, err := probe.Get().AbsPath("/").Timeout(timeout).MaxRetries(0).DoRaw(ctx)
+	if err != nil {
+		return probeError(err, timeout)
+	}
+	return nil
+}
+
+// probeError names the kind of failure in front of a failed probe's error,
+// so that a condition tells a refused connection from a timeout or a TLS
+// failure at a glance.
+func probeError(err error, timeout time.Duration) error {
+	var (
+		netErr      net.Error
+		certInvalid x509.CertificateInvalidError
+		unknownCA   x509.UnknownAuthorityError
+		hostname    x509.HostnameError
+		verify      *tls.CertificateVerificationError
+		record      tls.RecordHeaderError
+	)
+	kind := ""
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		kind = "connection refused"
+	case errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout()):
+		kind = fmt.Sprintf("timeout: no answer within %s", timeout)
+	case errors.As(err, &certInvalid), errors.As(err, &unknownCA), errors.As(err, &hostname), errors.As(err, &verify), errors.As(err, &record):
+		kind = "TLS handshake failed"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET):
+		kind = "connection closed by the server"
+	}
+	if kind == "" {
+		return err
+	}
+	return fmt.Errorf("%s: %w", kind, err)
 }
 
 func (a *accessor) isClosed() bool {

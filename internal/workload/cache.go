@@ -62,6 +62,15 @@ type clusterEntry struct {
 	health Health
 	// secretReadAt is when the kubeconfig Secret behind acc was last read.
 	secretReadAt time.Time
+	// unanswered is set while acc's latest health probe has failed: the
+	// informers then hold what the cluster said before it went silent, and
+	// clients are refused with this error until a probe succeeds again.
+	unanswered *NotConnectedError
+	// down is set when the cluster stopped answering (probes failed, or a
+	// connection attempt found it unreachable) and it has no connection:
+	// the probe loop then keeps asking it, to wake the controllers as soon
+	// as it answers again; announced says that has been done once.
+	down, announced bool
 }
 
 // New returns a ClusterCache that reads kubeconfig Secrets through secrets
@@ -218,6 +227,11 @@ func (c *ClusterCache) entry(key client.ObjectKey) (*clusterEntry, error) {
 }
 
 // connect returns the cluster's live connection, building it if needed.
+//
+// A connection whose cluster failed its latest health probe is kept (its
+// informers resume when the cluster answers again) but not handed out: what
+// it would serve is what the cluster said before it went silent, and callers
+// would report that as the cluster's present state.
 func (c *ClusterCache) connect(ctx context.Context, key client.ObjectKey) (*accessor, error) {
 	if key.Name == "" || key.Namespace == "" {
 		return nil, fmt.Errorf("workload: cluster key %q needs a namespace and a name", key.String())
@@ -228,6 +242,17 @@ func (c *ClusterCache) connect(ctx context.Context, key client.ObjectKey) (*acce
 			return nil, err
 		}
 		acc, err := c.connectEntry(ctx, e)
+		if err == nil && acc != nil {
+			e.mu.Lock()
+			unanswered := e.unanswered
+			if e.acc != acc {
+				unanswered = nil
+			}
+			e.mu.Unlock()
+			if unanswered != nil {
+				return nil, unanswered
+			}
+		}
 		if e.isRemoved() {
 			// Disconnected while we were connecting: start over with a
 			// fresh entry rather than resurrect a forgotten one.
@@ -323,6 +348,13 @@ func (c *ClusterCache) connectEntry(ctx context.Context, e *clusterEntry) (*acce
 			msg = nc.Message
 		}
 		probed := ReasonOf(err) == ReasonUnreachable
+		if probed {
+			// Unreachable: the probe loop asks again, and announces the
+			// cluster again once it answers.
+			e.mu.Lock()
+			e.down, e.announced = true, false
+			e.mu.Unlock()
+		}
 		c.setDisconnected(e, msg, probed, now)
 		c.log.Info("Cannot connect to workload cluster", "cluster", e.key.String(), "reason", string(ReasonOf(err)), "error", msg)
 		return nil, err
@@ -334,6 +366,7 @@ func (c *ClusterCache) connectEntry(ctx context.Context, e *clusterEntry) (*acce
 	e.acc = acc
 	e.secretReadAt = now
 	e.health = Health{Connected: true, LastProbeTime: now, LastProbeSuccessTime: now}
+	e.unanswered, e.down, e.announced = nil, false, false
 	e.mu.Unlock()
 	c.log.Info("Connected to workload cluster", "cluster", e.key.String(), "host", acc.host, "resourceVersion", version)
 	if !was {
@@ -373,6 +406,11 @@ func (c *ClusterCache) drop(e *clusterEntry, acc *accessor, msg string) {
 	was := e.health.Connected
 	e.health.Connected = false
 	e.health.Message = msg
+	if e.unanswered != nil {
+		// Dropped because it stopped answering: keep asking.
+		e.down, e.announced = true, false
+	}
+	e.unanswered = nil
 	e.mu.Unlock()
 	e.connectMu.Unlock()
 	if cur != nil {

@@ -16,12 +16,19 @@
 //   - Watch starts an informer for a kind (once per watch name and
 //     connection) and feeds its events to a controller through an
 //     EventHandler, e.g. Node events mapped to Machine requests.
-//   - A health probe (GET / every ProbeInterval, at most ProbeTimeout)
-//     checks each connected cluster; after FailureThreshold failures in a row
-//     the connection is closed (informers, watches, idle connections) and
-//     rebuilt on next use. Health reports the state for the Cluster's
-//     RemoteConnectionProbe condition; HealthChanges / HealthSource tell the
-//     Cluster controller when it changes, so nobody polls.
+//   - A health probe (GET / every ProbeInterval, at most ProbeTimeout, one
+//     attempt, its error named: connection refused, timeout, closed, TLS)
+//     checks each connected cluster. From the first failed probe until one
+//     succeeds, GetClient, GetReader, GetRESTConfig and Watch refuse with an
+//     Unreachable NotConnectedError: the informers would serve what the
+//     cluster said before it went silent, and controllers would report it
+//     as current. After FailureThreshold failures in a row the connection
+//     is closed (informers, watches, idle connections); the probe loop then
+//     keeps asking the cluster, and the first time it answers the next
+//     GetClient connects at once. Health reports the state for the
+//     Cluster's RemoteConnectionProbe condition; HealthChanges /
+//     HealthSource tell controllers when a cluster connects, stops
+//     answering, answers again or is disconnected, so nobody polls.
 //   - Disconnect closes and forgets a cluster; call it when the Cluster is
 //     deleted.
 //

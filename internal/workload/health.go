@@ -74,8 +74,16 @@ func (c *ClusterCache) probeAll(ctx context.Context) {
 	slots := make(chan struct{}, maxParallelProbes)
 	for _, e := range entries {
 		e.mu.Lock()
-		acc := e.acc
+		acc, recheck := e.acc, e.acc == nil && e.down && !e.announced
 		e.mu.Unlock()
+		if recheck {
+			slots <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-slots }()
+				c.recheck(ctx, e)
+			})
+			continue
+		}
 		if acc == nil {
 			continue
 		}
@@ -104,21 +112,36 @@ func (c *ClusterCache) probe(ctx context.Context, e *clusterEntry, acc *accessor
 	h := &e.health
 	h.LastProbeTime = now
 	if err == nil {
-		if h.ConsecutiveFailures > 0 {
+		recovered := h.ConsecutiveFailures > 0
+		if recovered {
 			log.Info("Workload cluster answers health probes again", "failedProbes", h.ConsecutiveFailures)
 		}
 		h.ConsecutiveFailures = 0
 		h.LastProbeSuccessTime = now
 		h.Message = ""
+		e.unanswered = nil
 		e.mu.Unlock()
+		if recovered {
+			// Its clients are served again: whoever reported it silent
+			// reads it afresh.
+			c.notify(e.key)
+		}
 		return
 	}
 	h.ConsecutiveFailures++
 	n := h.ConsecutiveFailures
+	e.unanswered = notConnected(e.key, ReasonUnreachable, err,
+		"its API server at %s does not answer (%v); what was read from it before is not reported as current until it answers a health probe again",
+		acc.host, err)
 	if n < c.opts.FailureThreshold {
 		h.Message = fmt.Sprintf("health probe of the API server at %s failed (%d of %d before disconnecting): %v", acc.host, n, c.opts.FailureThreshold, err)
 		e.mu.Unlock()
 		log.V(1).Info("Health probe of workload cluster failed", "failures", n, "threshold", c.opts.FailureThreshold, "error", err.Error())
+		if n == 1 {
+			// Its clients are refused from now on: whoever reported on
+			// it must report that it cannot be read.
+			c.notify(e.key)
+		}
 		return
 	}
 	e.mu.Unlock()
@@ -129,10 +152,33 @@ func (c *ClusterCache) probe(ctx context.Context, e *clusterEntry, acc *accessor
 	c.drop(e, acc, msg)
 }
 
+// recheck asks a cluster that stopped answering, and has no connection,
+// whether it answers again; the first time it does, the controllers are
+// told, and their next GetClient connects at once instead of waiting out
+// RetryInterval.
+func (c *ClusterCache) recheck(ctx context.Context, e *clusterEntry) {
+	if err := c.Probe(ctx, e.key); err != nil || ctx.Err() != nil {
+		return
+	}
+	if !e.connectMu.TryLock() {
+		return // someone is connecting right now
+	}
+	e.failedErr = nil
+	e.connectMu.Unlock()
+	e.mu.Lock()
+	fresh := e.acc == nil && e.down && !e.announced
+	e.announced = true
+	e.mu.Unlock()
+	if fresh {
+		c.log.Info("Workload cluster answers again", "cluster", e.key.String())
+		c.notify(e.key)
+	}
+}
+
 // HealthChanges returns a new channel that receives an event each time a
 // cluster becomes connected or disconnected (when the cache notices: a
 // connection built, health probes failing, a kubeconfig Secret removed; not
-// on Disconnect). The event's object is a Cluster with only its namespace and
+// on Disconnect), stops answering its health probes or answers again. The event's object is a Cluster with only its namespace and
 // name set. Events for one cluster are coalesced while the receiver lags, so
 // the sender never blocks and nothing is lost; re-read Health on receipt. The
 // channel is closed when the cache stops. Every call makes a separate

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -220,105 +218,6 @@ func waitForHealthEvent(t testing.TB, ch <-chan event.GenericEvent, key client.O
 			t.Fatalf("no health change event for %s", key)
 		}
 	}
-}
-
-// proxy is a TCP forwarder to an API server that a test can cut and restore,
-// to make a workload cluster unreachable without stopping it. The API
-// server's certificate is for 127.0.0.1, so TLS works through it.
-type proxy struct {
-	target, addr string
-	accepted     atomic.Int64
-
-	mu    sync.Mutex
-	ln    net.Listener
-	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
-}
-
-func newProxy(t testing.TB, target string) *proxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{target: target, addr: ln.Addr().String(), conns: map[net.Conn]struct{}{}}
-	p.serve(ln)
-	t.Cleanup(p.cut)
-	return p
-}
-
-func (p *proxy) URL() string { return "https://" + p.addr }
-
-func (p *proxy) serve(ln net.Listener) {
-	p.mu.Lock()
-	p.ln = ln
-	p.mu.Unlock()
-	p.wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			p.accepted.Add(1)
-			p.wg.Go(func() { p.pipe(c) })
-		}
-	})
-}
-
-func (p *proxy) track(c net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ln == nil {
-		c.Close()
-		return false
-	}
-	p.conns[c] = struct{}{}
-	return true
-}
-
-func (p *proxy) pipe(c net.Conn) {
-	if !p.track(c) {
-		return
-	}
-	up, err := net.Dial("tcp", p.target)
-	if err != nil {
-		c.Close()
-		return
-	}
-	if !p.track(up) {
-		c.Close()
-		return
-	}
-	done := make(chan struct{})
-	go func() { _, _ = io.Copy(up, c); up.Close(); close(done) }()
-	_, _ = io.Copy(c, up)
-	c.Close()
-	<-done
-}
-
-// cut closes the listener and every connection: the API server is gone.
-func (p *proxy) cut() {
-	p.mu.Lock()
-	if p.ln != nil {
-		p.ln.Close()
-		p.ln = nil
-	}
-	for c := range p.conns {
-		c.Close()
-	}
-	p.conns = map[net.Conn]struct{}{}
-	p.mu.Unlock()
-	p.wg.Wait()
-}
-
-// restore listens again on the same address.
-func (p *proxy) restore(t testing.TB) {
-	t.Helper()
-	ln, err := net.Listen("tcp", p.addr)
-	if err != nil {
-		t.Fatalf("re-listening on %s: %v", p.addr, err)
-	}
-	p.serve(ln)
 }
 
 // apiServerAddr is host:port of env's API server.

@@ -3,6 +3,7 @@ package workload_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"runtime"
 	"strings"
@@ -259,51 +260,31 @@ func TestMissingOrInvalidKubeconfigIsTypedError(t *testing.T) {
 
 	// An unreachable server is reported as such, and not retried before
 	// RetryInterval.
-	dead := newProxy(t, apiServerAddr(t, wl))
-	dead.cut()
+	dead := fixture.NewProxy(t, apiServerAddr(t, wl))
+	dead.Cut()
 	other := client.ObjectKey{Namespace: ns, Name: "unreachable"}
 	putKubeconfig(t, other, kubeconfigData(kubeconfig(t, wl, dead.URL())))
 	_, err = cc.GetClient(ctx, other)
-	if workload.ReasonOf(err) != workload.ReasonUnreachable || !strings.Contains(err.Error(), dead.addr) {
+	if workload.ReasonOf(err) != workload.ReasonUnreachable || !strings.Contains(err.Error(), dead.Addr()) {
 		t.Fatalf("GetClient of an unreachable cluster = %v, want %s naming the address", err, workload.ReasonUnreachable)
 	}
-	dead.restore(t)
 	if _, err := cc.GetClient(ctx, other); workload.ReasonOf(err) != workload.ReasonUnreachable {
 		t.Errorf("GetClient within RetryInterval = %v, want the previous error again", err)
 	}
-	if n := dead.accepted.Load(); n != 0 {
-		t.Errorf("the cache retried within RetryInterval (%d connections)", n)
-	}
+	// RetryInterval (an hour here) does not hold back a cluster that
+	// answers again: the probe loop notices it at its next round.
+	dead.Restore(t)
+	fixture.Eventually(t, "GetClient connects once the cluster answers", 10*time.Second, func(context.Context) string {
+		_, err := cc.GetClient(ctx, other)
+		return fixture.Unless(err == nil, fmt.Sprint(err))
+	})
+	dead.Cut()
 
 	// A server that accepts connections and never answers costs at most
 	// ProbeTimeout (1s here), not a hung reconcile.
-	hole, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var held []net.Conn
-	var heldMu sync.Mutex
-	go func() {
-		for {
-			c, err := hole.Accept()
-			if err != nil {
-				return
-			}
-			heldMu.Lock()
-			held = append(held, c)
-			heldMu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		hole.Close()
-		heldMu.Lock()
-		for _, c := range held {
-			c.Close()
-		}
-		heldMu.Unlock()
-	})
+	hole := listen(t, func(net.Conn) {}) // holds each connection open, unanswered
 	silent := client.ObjectKey{Namespace: ns, Name: "silent"}
-	putKubeconfig(t, silent, kubeconfigData(kubeconfig(t, wl, "https://"+hole.Addr().String())))
+	putKubeconfig(t, silent, kubeconfigData(kubeconfig(t, wl, "https://"+hole)))
 	start := time.Now()
 	_, err = cc.GetClient(ctx, silent)
 	if workload.ReasonOf(err) != workload.ReasonUnreachable {
@@ -350,7 +331,7 @@ func TestKubeconfigRotationRebuildsConnection(t *testing.T) {
 	}
 
 	// New kubeconfig data (here: another address for the same server).
-	p := newProxy(t, apiServerAddr(t, wl))
+	p := fixture.NewProxy(t, apiServerAddr(t, wl))
 	putKubeconfig(t, key, kubeconfigData(kubeconfig(t, wl, p.URL())))
 	c2, err := cc.GetClient(ctx, key)
 	if err != nil {
@@ -362,7 +343,7 @@ func TestKubeconfigRotationRebuildsConnection(t *testing.T) {
 	if err := c2.Get(ctx, client.ObjectKey{Name: name}, &corev1.Node{}); err != nil {
 		t.Fatalf("reading through the new client: %v", err)
 	}
-	if p.accepted.Load() == 0 {
+	if p.Accepted() == 0 {
 		t.Error("the new client does not use the new kubeconfig's server")
 	}
 	if !cc.Health(key).Connected {
@@ -385,7 +366,7 @@ func TestProbeFailuresDisconnectAndNextUseReconnects(t *testing.T) {
 	ctx := context.Background()
 	ns := mgmt.Namespace(t)
 	key := client.ObjectKey{Namespace: ns, Name: "flaky"}
-	p := newProxy(t, apiServerAddr(t, wl))
+	p := fixture.NewProxy(t, apiServerAddr(t, wl))
 	putKubeconfig(t, key, kubeconfigData(kubeconfig(t, wl, p.URL())))
 	name := nodeName(ns)
 	newNode(t, name)
@@ -404,11 +385,28 @@ func TestProbeFailuresDisconnectAndNextUseReconnects(t *testing.T) {
 		return fixture.Unless(c.Get(ctx, client.ObjectKey{Name: name}, &corev1.Node{}) == nil, "")
 	})
 
-	p.cut()
-	// Until the threshold, watched kinds are still served from the cache.
+	p.Cut()
+	// Until the threshold, a client already handed out still reads watched
+	// kinds from the cache...
 	if err := c.Get(ctx, client.ObjectKey{Name: name}, &corev1.Node{}); err != nil {
 		t.Errorf("cached read right after the server vanished: %v", err)
 	}
+	// ...but from the first failed probe on, the cache hands out no client
+	// whose reads would pass the silent cluster's last words for its
+	// present state, says why (the connection error, not client-go's rate
+	// limiter), and tells the controllers.
+	waitForHealthEvent(t, changes, key) // stopped answering
+	if h := cc.Health(key); !h.Connected || h.ConsecutiveFailures == 0 {
+		t.Errorf("Health after the first failed probe = %+v, want connected with failures", h)
+	}
+	_, err = cc.GetClient(ctx, key)
+	if workload.ReasonOf(err) != workload.ReasonUnreachable || !strings.Contains(err.Error(), "connection refused") || strings.Contains(err.Error(), "rate limiter") {
+		t.Errorf("GetClient after a failed probe = %v, want %s naming the refused connection", err, workload.ReasonUnreachable)
+	}
+	fixture.Eventually(t, "disconnected after 3 failed probes", 10*time.Second, func(context.Context) string {
+		h := cc.Health(key)
+		return fixture.Unless(!h.Connected, fmt.Sprintf("%+v", h))
+	})
 	waitForHealthEvent(t, changes, key) // disconnected
 	h := cc.Health(key)
 	if h.Connected || h.ConsecutiveFailures < 3 || !strings.Contains(h.Message, "3 consecutive failed health probes") {
@@ -424,13 +422,14 @@ func TestProbeFailuresDisconnectAndNextUseReconnects(t *testing.T) {
 		t.Errorf("GetClient while unreachable = %v, want %s", err, workload.ReasonUnreachable)
 	}
 
-	p.restore(t)
-	var c2 client.Client
-	fixture.Eventually(t, "GetClient reconnects", 10*time.Second, func(context.Context) string {
-		c2, err = cc.GetClient(ctx, key)
-		return fixture.Unless(err == nil, "")
-	})
-	waitForHealthEvent(t, changes, key) // connected again
+	p.Restore(t)
+	// The probe loop notices the answer and says so, without anyone
+	// asking for a client.
+	waitForHealthEvent(t, changes, key) // answers again
+	c2, err := cc.GetClient(ctx, key)
+	if err != nil {
+		t.Fatalf("GetClient once the cluster answers again: %v", err)
+	}
 	if h := cc.Health(key); !h.Connected || h.ConsecutiveFailures != 0 {
 		t.Errorf("Health after reconnecting = %+v", h)
 	}

@@ -90,14 +90,20 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	if err := index.ByClusterName(ctx, mgr.GetFieldIndexer(), &clusterv1.Machine{}); err != nil {
 		return err
 	}
-	c, err := ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&controlplanev1.KubeadmControlPlane{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Owns(&clusterv1.Machine{}).
 		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(clusterToControlPlane)).
 		WithOptions(opts).
-		Named("kubeadmcontrolplane").
-		Build(r)
+		Named("kubeadmcontrolplane")
+	if r.Workload != nil {
+		// A workload cluster that stops answering, or answers again, wakes
+		// its control plane: its health conditions must say at once that
+		// they cannot know, and know again.
+		b = b.WatchesRawSource(r.Workload.HealthSource(handler.EnqueueRequestsFromMapFunc(r.clusterKeyToControlPlane)))
+	}
+	c, err := b.Build(r)
 	if err != nil {
 		return err
 	}
@@ -125,6 +131,16 @@ func clusterToControlPlane(_ context.Context, obj client.Object) []ctrl.Request 
 		return nil
 	}
 	return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: c.Namespace, Name: ref.Name}}}
+}
+
+// clusterKeyToControlPlane maps a Cluster known by its key alone (the
+// workload cache's health events carry no more) to its control plane.
+func (r *Reconciler) clusterKeyToControlPlane(ctx context.Context, obj client.Object) []ctrl.Request {
+	c := &clusterv1.Cluster{}
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(obj), c); err != nil {
+		return nil
+	}
+	return clusterToControlPlane(ctx, c)
 }
 
 func (r *Reconciler) templateToControlPlanes(ctx context.Context, obj client.Object) []ctrl.Request {

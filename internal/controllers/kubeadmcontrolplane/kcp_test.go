@@ -66,9 +66,14 @@ func TestMain(m *testing.M) {
 // to a real etcd.
 func createCluster(t *testing.T, ns string, replicas int32) *controlplanev1.KubeadmControlPlane {
 	t.Helper()
+	return createClusterWith(t, ns, replicas, fixture.KubeconfigSecret(t, planes.Workload, ns, "c"))
+}
+
+// createClusterWith is createCluster with the given kubeconfig Secret.
+func createClusterWith(t *testing.T, ns string, replicas int32, kubeconfig *corev1.Secret) *controlplanev1.KubeadmControlPlane {
+	t.Helper()
 	ctx := context.Background()
 	c := planes.Mgmt.Client
-	kubeconfig := fixture.KubeconfigSecret(t, planes.Workload, ns, "c")
 	pki := filepath.Join(planes.Workload.StateDir, "pki")
 	caCert, err := os.ReadFile(filepath.Join(pki, "ca.crt"))
 	if err != nil {
@@ -279,14 +284,7 @@ func TestInitJoinGatesAndDeletion(t *testing.T) {
 		}
 		return ""
 	})
-	ports := struct {
-		EtcdClient int `json:"etcdClient"`
-	}{}
-	raw, err := os.ReadFile(filepath.Join(planes.Workload.StateDir, "ports.json"))
-	if err != nil || json.Unmarshal(raw, &ports) != nil {
-		t.Fatalf("reading the workload plane's ports: %v", err)
-	}
-	runKubelet(t, first.Status.NodeRef.Name, fmt.Sprintf("127.0.0.1:%d", ports.EtcdClient))
+	runKubelet(t, first.Status.NodeRef.Name, etcdClientAddr(t))
 
 	fixture.Eventually(t, "initialized, and the join held back by etcd", 30*time.Second, func(context.Context) string {
 		kcp := getKCP(t, ns)
@@ -334,6 +332,19 @@ func TestInitJoinGatesAndDeletion(t *testing.T) {
 		}
 		return ""
 	})
+}
+
+// etcdClientAddr is where the workload plane's etcd serves its clients.
+func etcdClientAddr(t *testing.T) string {
+	t.Helper()
+	ports := struct {
+		EtcdClient int `json:"etcdClient"`
+	}{}
+	raw, err := os.ReadFile(filepath.Join(planes.Workload.StateDir, "ports.json"))
+	if err != nil || json.Unmarshal(raw, &ports) != nil {
+		t.Fatalf("reading the workload plane's ports: %v", err)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", ports.EtcdClient)
 }
 
 // runKubelet runs the simulated kubelet of a control-plane machine's node

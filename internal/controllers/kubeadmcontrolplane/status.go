@@ -1,6 +1,7 @@
 package kubeadmcontrolplane
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/conditions"
 	"capstan.dev/capstan/internal/plan"
+	"capstan.dev/capstan/internal/workload"
 )
 
 // Reasons of the control plane's own conditions.
@@ -110,20 +112,34 @@ func (r *Reconciler) updateStatus(s *scope) {
 }
 
 func (r *Reconciler) healthConditions(s *scope, set func(metav1.Condition)) {
-	if !s.initialized {
+	// The status remembers an initialization this reconcile could not
+	// confirm because the cluster could not be asked; that is reported
+	// below, not taken for a cluster still coming up.
+	if !s.initialized && (s.workloadErr == nil || !ptrTrue(s.kcp.Status.Initialization.ControlPlaneInitialized)) {
 		return
 	}
 	if s.workloadErr != nil {
-		msg := "cannot reach the workload cluster: " + s.workloadErr.Error()
-		for _, t := range []string{controlplanev1.KubeadmControlPlaneEtcdClusterHealthyCondition, controlplanev1.KubeadmControlPlaneControlPlaneComponentsHealthyCondition} {
-			set(metav1.Condition{Type: t, Status: metav1.ConditionUnknown, Reason: healthUnknownReason, Message: msg})
+		// Nothing read from the cluster is current: no condition reports
+		// counts, each says it cannot know and why.
+		reason := clusterv1.InspectionFailedReason
+		if errors.Is(s.workloadErr, workload.ErrClusterNotConnected) {
+			reason = clusterv1.ConnectionDownReason
 		}
+		msg := "cannot reach the workload cluster: " + workloadMessage(s.workloadErr)
+		for _, t := range []string{controlplanev1.KubeadmControlPlaneEtcdClusterHealthyCondition, controlplanev1.KubeadmControlPlaneControlPlaneComponentsHealthyCondition} {
+			set(metav1.Condition{Type: t, Status: metav1.ConditionUnknown, Reason: reason, Message: msg})
+		}
+		set(metav1.Condition{Type: controlplanev1.KubeadmControlPlaneAvailableCondition, Status: metav1.ConditionUnknown, Reason: clusterv1.InspectionFailedReason, Message: msg})
 		return
 	}
 	healthyMembers := 0
 	switch {
 	case s.etcd.err != nil:
-		set(metav1.Condition{Type: controlplanev1.KubeadmControlPlaneEtcdClusterHealthyCondition, Status: metav1.ConditionUnknown, Reason: healthUnknownReason, Message: s.etcd.err.Error()})
+		reason := healthUnknownReason
+		if errors.Is(s.etcd.err, workload.ErrClusterNotConnected) {
+			reason = clusterv1.ConnectionDownReason
+		}
+		set(metav1.Condition{Type: controlplanev1.KubeadmControlPlaneEtcdClusterHealthyCondition, Status: metav1.ConditionUnknown, Reason: reason, Message: s.etcd.err.Error()})
 	case s.etcd.read:
 		var problems []string
 		for _, m := range s.etcd.members {
@@ -172,14 +188,32 @@ func (r *Reconciler) healthConditions(s *scope, set func(metav1.Condition)) {
 		set(metav1.Condition{Type: controlplanev1.KubeadmControlPlaneControlPlaneComponentsHealthyCondition, Status: metav1.ConditionFalse, Reason: notHealthyReason, Message: strings.Join(problems, "; ")})
 	}
 	// Available: the API answers through at least one server and etcd has
-	// a healthy majority.
+	// a healthy majority. Members that could not be listed are not zero
+	// members: the condition then says it does not know, and why.
 	quorum := s.etcd.read && healthyMembers > len(s.etcd.members)/2
-	if quorum && healthyAPI > 0 {
+	switch {
+	case !s.etcd.read:
+		msg := "etcd's members have not been read yet"
+		if s.etcd.err != nil {
+			msg = s.etcd.err.Error()
+		}
+		set(metav1.Condition{Type: controlplanev1.KubeadmControlPlaneAvailableCondition, Status: metav1.ConditionUnknown, Reason: clusterv1.InspectionFailedReason, Message: msg})
+	case quorum && healthyAPI > 0:
 		set(metav1.Condition{Type: controlplanev1.KubeadmControlPlaneAvailableCondition, Status: metav1.ConditionTrue, Reason: clusterv1.AvailableReason})
-	} else {
+	default:
 		set(metav1.Condition{Type: controlplanev1.KubeadmControlPlaneAvailableCondition, Status: metav1.ConditionFalse, Reason: clusterv1.NotAvailableReason,
 			Message: fmt.Sprintf("%d healthy etcd members of %d, %d healthy API servers", healthyMembers, len(s.etcd.members), healthyAPI)})
 	}
+}
+
+// workloadMessage is what an error reaching the workload cluster says is
+// wrong, without the cluster's name the control plane already gives.
+func workloadMessage(err error) string {
+	var nc *workload.NotConnectedError
+	if errors.As(err, &nc) {
+		return nc.Message
+	}
+	return err.Error()
 }
 
 func (r *Reconciler) scalingConditions(s *scope, set func(metav1.Condition)) {

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/contract"
@@ -34,6 +35,9 @@ type Workload interface {
 	GetClient(ctx context.Context, cluster client.ObjectKey) (client.Client, error)
 	GetReader(ctx context.Context, cluster client.ObjectKey) (client.Reader, error)
 	Watch(ctx context.Context, cluster client.ObjectKey, input workload.WatchInput) error
+	// HealthSource tells when a workload cluster stops answering or
+	// answers again, so that the Machines' Node conditions follow.
+	HealthSource(h handler.EventHandler) source.Source
 }
 
 // Reconciler reconciles Machines.
@@ -93,7 +97,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	}); err != nil {
 		return err
 	}
-	c, err := ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&clusterv1.Machine{}).
 		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(r.clusterToMachines),
 			// Pause, control plane initialization and deletion change what a
@@ -101,8 +105,14 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 			// for nothing.
 			builder.WithPredicates(kit.ClusterChanged(kit.ClusterPaused, kit.ClusterControlPlaneInitialized, kit.ClusterDeleting))).
 		WithOptions(opts).
-		Named("machine").
-		Build(r)
+		Named("machine")
+	if r.Workload != nil {
+		// A workload cluster that stops answering, or answers again, wakes
+		// its Machines: their Node conditions must not go on reporting
+		// what it said last, nor stay Unknown once it is back.
+		b = b.WatchesRawSource(r.Workload.HealthSource(handler.EnqueueRequestsFromMapFunc(r.clusterToMachines)))
+	}
+	c, err := b.Build(r)
 	if err != nil {
 		return err
 	}

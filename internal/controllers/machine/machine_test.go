@@ -44,10 +44,16 @@ func machineCheck(t *testing.T, key client.ObjectKey, check func(*clusterv1.Mach
 // whose kubeconfig reaches the workload plane.
 func workloadCluster(t *testing.T, ns string) *clusterv1.Cluster {
 	t.Helper()
+	return workloadClusterWith(t, ns, fixture.KubeconfigSecret(t, workloadEnv, ns, "w"))
+}
+
+// workloadClusterWith is workloadCluster with the given kubeconfig Secret.
+func workloadClusterWith(t *testing.T, ns string, kubeconfig *corev1.Secret) *clusterv1.Cluster {
+	t.Helper()
 	ctx := context.Background()
 	cp := provider.ControlPlane.New(ns, "w", nil)
 	c := fixture.NewCluster(ns, "w", fixture.ControlPlane(cp))
-	fixture.Create(t, mgmt.Client, cp, c, fixture.KubeconfigSecret(t, workloadEnv, ns, "w"))
+	fixture.Create(t, mgmt.Client, cp, c, kubeconfig)
 	if err := provider.SetStatus(ctx, mgmt.Client, cp, map[string]any{"initialization": map[string]any{"controlPlaneInitialized": true}}); err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package machine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -213,7 +214,7 @@ func (r *Reconciler) reconcileNode(ctx context.Context, s *scope) (time.Duration
 	}
 	if node == nil {
 		if m.Status.NodeRef.Name != "" {
-			s.nodeErr = fmt.Errorf("node %s with providerID %s was deleted from the workload cluster", m.Status.NodeRef.Name, m.Spec.ProviderID)
+			s.nodeErr = fmt.Errorf("node %s with providerID %s %w", m.Status.NodeRef.Name, m.Spec.ProviderID, errNodeDeleted)
 		}
 		return 0, nil
 	}
@@ -223,6 +224,10 @@ func (r *Reconciler) reconcileNode(ctx context.Context, s *scope) (time.Duration
 	m.Status.NodeInfo = &info
 	return 0, r.syncNode(ctx, c, s)
 }
+
+// errNodeDeleted: the Machine's Node, found before, is gone from the
+// workload cluster.
+var errNodeDeleted = errors.New("was deleted from the workload cluster")
 
 func nodeByProviderID(ctx context.Context, c client.Reader, providerID string) (*corev1.Node, error) {
 	nodes := &corev1.NodeList{}

@@ -1,6 +1,7 @@
 package machine
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/conditions"
+	"capstan.dev/capstan/internal/workload"
 )
 
 // Reasons of the Machine's own conditions.
@@ -119,11 +121,16 @@ func nodeConditions(s *scope) (ready, healthy metav1.Condition) {
 			healthy.Status, healthy.Reason = metav1.ConditionTrue, clusterv1.ReadyReason
 		}
 		return ready, healthy
+	case errors.Is(s.nodeErr, workload.ErrClusterNotConnected):
+		// Whatever the Node said last is not what it says now: the
+		// conditions do not know, and say why. The Machine is otherwise
+		// left as it is; a lost connection alone remediates nothing.
+		ready.Status, ready.Reason = metav1.ConditionUnknown, clusterv1.ConnectionDownReason
+		ready.Message = "cannot reach the workload cluster: " + connectionMessage(s.nodeErr)
+	case errors.Is(s.nodeErr, errNodeDeleted):
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, NodeDeletedReason, s.nodeErr.Error()
 	case s.nodeErr != nil:
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionUnknown, NodeInspectionFailedReason, s.nodeErr.Error()
-		if m.Status.NodeRef.Name != "" && !strings.Contains(s.nodeErr.Error(), "not connected") {
-			ready.Status, ready.Reason = metav1.ConditionFalse, NodeDeletedReason
-		}
 	case m.Spec.ProviderID == "":
 		ready.Status, ready.Reason = metav1.ConditionUnknown, WaitingForNodeReason
 		ready.Message = "waiting for the infrastructure to report a providerID"
@@ -136,6 +143,16 @@ func nodeConditions(s *scope) (ready, healthy metav1.Condition) {
 	}
 	healthy.Status, healthy.Reason, healthy.Message = ready.Status, ready.Reason, ready.Message
 	return ready, healthy
+}
+
+// connectionMessage is what a NotConnectedError says is wrong, without the
+// cluster's name the condition's object already gives.
+func connectionMessage(err error) string {
+	var nc *workload.NotConnectedError
+	if errors.As(err, &nc) {
+		return nc.Message
+	}
+	return err.Error()
 }
 
 func nodeCondition(n *corev1.Node, t corev1.NodeConditionType) *corev1.NodeCondition {
