@@ -109,7 +109,7 @@ func descendants(s *scope) plan.ClusterDescendants {
 		case isControlPlaneMachine(m):
 			d.ControlPlaneMachines = append(d.ControlPlaneMachines, planObject(m))
 		case ownedBy(m, "MachineSet") || ownedBy(m, "MachinePool"):
-			d.OwnedWorkerMachines++
+			d.OwnedWorkerMachines = append(d.OwnedWorkerMachines, planObject(m))
 		default:
 			d.WorkerMachines = append(d.WorkerMachines, planObject(m))
 		}

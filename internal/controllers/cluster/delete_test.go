@@ -74,7 +74,7 @@ func TestClusterDeletionOrder(t *testing.T) {
 	})
 	c := clusterCheck(t, key, func(c *clusterv1.Cluster) string {
 		cond := meta.FindStatusCondition(c.Status.Conditions, clusterv1.DeletingCondition)
-		if cond == nil || cond.Status != metav1.ConditionTrue || cond.Message != "waiting for 1 worker Machine to be deleted" {
+		if cond == nil || cond.Status != metav1.ConditionTrue || cond.Message != "waiting for 1 worker Machine (d-worker) to be deleted" {
 			return "Deleting condition does not say it waits for the worker"
 		}
 		return ""
