@@ -62,10 +62,18 @@ func applyManifests(ctx context.Context, c client.Client, manifest string) error
 	if len(refused) > 0 {
 		return fmt.Errorf("the API server refuses %d of the %d objects, so none was applied:\n%w", len(refused), len(objs), errors.Join(refused...))
 	}
+	var applied []string
 	for _, obj := range objs {
 		if err := c.Patch(ctx, obj, client.Apply, client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
-			return fmt.Errorf("applying %s %s: %w", obj.GetKind(), obj.GetName(), err)
+			if len(applied) == 0 {
+				return fmt.Errorf("applying %s %s: %w; nothing was applied", obj.GetKind(), obj.GetName(), err)
+			}
+			// Applying again changes what is there already into what it
+			// is: running the same command finishes the cluster.
+			return fmt.Errorf("applying %s %s: %w; %d of the %d objects were applied before it (%s): run the same command again to apply the rest",
+				obj.GetKind(), obj.GetName(), err, len(applied), len(objs), strings.Join(applied, ", "))
 		}
+		applied = append(applied, obj.GetKind()+" "+obj.GetName())
 	}
 	return nil
 }

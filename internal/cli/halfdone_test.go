@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/move"
@@ -135,5 +136,46 @@ func TestMoveToAnUnwritableDirectoryPausesNothing(t *testing.T) {
 	}
 	if cl.Spec.Paused != nil || len(cl.Annotations) > 0 {
 		t.Errorf("the Cluster was touched: paused %v, annotations %v", cl.Spec.Paused, cl.Annotations)
+	}
+}
+
+// TestApplyStoppedMidwaySaysHowToFinish: a write that fails after the dry
+// run passed (the API server went away, say) names what was applied and
+// the way to finish, and running it again does.
+func TestApplyStoppedMidwaySaysHowToFinish(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	manifest := ""
+	for _, name := range []string{"one", "two", "three"} {
+		manifest += "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\n  namespace: " + ns + "\n---\n"
+	}
+	base, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writes := 0
+	flaky := interceptor.NewClient(base, interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			po := &client.PatchOptions{}
+			po.ApplyOptions(opts)
+			if len(po.DryRun) == 0 {
+				if writes++; writes == 3 {
+					return errors.New("connection refused")
+				}
+			}
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+	})
+	err = applyManifests(ctx, flaky, manifest)
+	if err == nil || !strings.Contains(err.Error(), "applying ConfigMap three: connection refused; 2 of the 3 objects were applied before it (ConfigMap one, ConfigMap two): run the same command again") {
+		t.Fatalf("got %v, want the applied objects named and the way to finish", err)
+	}
+	if err := applyManifests(ctx, env.Client, manifest); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"one", "two", "three"} {
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &corev1.ConfigMap{}); err != nil {
+			t.Errorf("ConfigMap %s: %v", name, err)
+		}
 	}
 }
