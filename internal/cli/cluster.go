@@ -33,24 +33,49 @@ import (
 const fieldOwner = "capstan-cli"
 
 // applyManifests server-side applies every document of a multi-document
-// YAML manifest.
+// YAML manifest, all or nothing: every object is first applied as a
+// server-side dry run, so that the API server's validation, admission and
+// authorization answer for all of them before anything is written. Half a
+// cluster (its Cluster without the control plane the API refused) is
+// worse than none.
 func applyManifests(ctx context.Context, c client.Client, manifest string) error {
+	var objs []*unstructured.Unstructured
 	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(manifest), 4096)
 	for {
 		obj := &unstructured.Unstructured{}
 		if err := dec.Decode(&obj.Object); err != nil {
 			if errors.Is(err, io.EOF) {
-				return nil
+				break
 			}
 			return fmt.Errorf("reading the manifest: %w", err)
 		}
-		if len(obj.Object) == 0 {
-			continue
-		}
-		if err := c.Patch(ctx, obj, client.Apply, client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
-			return fmt.Errorf("applying %s %s: %w", obj.GetKind(), obj.GetName(), err)
+		if len(obj.Object) > 0 {
+			objs = append(objs, obj)
 		}
 	}
+	var refused []error
+	for _, obj := range objs {
+		if err := c.Patch(ctx, obj.DeepCopy(), client.Apply, client.FieldOwner(fieldOwner), client.ForceOwnership, client.DryRunAll); err != nil {
+			refused = append(refused, fmt.Errorf("%s %s: %w", obj.GetKind(), obj.GetName(), err))
+		}
+	}
+	if len(refused) > 0 {
+		return fmt.Errorf("the API server refuses %d of the %d objects, so none was applied:\n%w", len(refused), len(objs), errors.Join(refused...))
+	}
+	var applied []string
+	for _, obj := range objs {
+		if err := c.Patch(ctx, obj, client.Apply, client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil {
+			if len(applied) == 0 {
+				return fmt.Errorf("applying %s %s: %w; nothing was applied", obj.GetKind(), obj.GetName(), err)
+			}
+			// Applying again changes what is there already into what it
+			// is: running the same command finishes the cluster.
+			return fmt.Errorf("applying %s %s: %w; %d of the %d objects were applied before it (%s): run the same command again to apply the rest",
+				obj.GetKind(), obj.GetName(), err, len(applied), len(objs), strings.Join(applied, ", "))
+		}
+		applied = append(applied, obj.GetKind()+" "+obj.GetName())
+	}
+	return nil
 }
 
 // createWorkloadCluster applies a cluster from the template options to the

@@ -1,14 +1,19 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
+	utilversion "k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/component-base/version"
 
 	"capstan.dev/capstan/internal/templates"
@@ -155,30 +160,109 @@ func (o *clusterTemplateOptions) render(name string) (string, error) {
 		v, _ := fallback(k)
 		return v
 	}
+	if err := validateVariables(vars, value); err != nil {
+		return "", err
+	}
 	for _, c := range []struct {
 		variable string
-		min      int
 		into     *int
 	}{
-		{varControlPlanes, 1, &o.controlPlanes},
-		{varWorkers, 0, &o.workers},
+		{varControlPlanes, &o.controlPlanes},
+		{varWorkers, &o.workers},
 	} {
-		if _, used := vars[c.variable]; !used {
-			continue
+		if _, used := vars[c.variable]; used {
+			*c.into, _ = strconv.Atoi(value(c.variable)) // validated above
 		}
-		n, err := strconv.Atoi(value(c.variable))
-		if err != nil {
-			return "", fmt.Errorf("%s %q: must be a whole number", c.variable, value(c.variable))
-		}
-		if n < c.min {
-			return "", fmt.Errorf("%s %d: must be at least %d (a cluster needs a control-plane machine; workers cannot be negative)", c.variable, n, c.min)
-		}
-		*c.into = n
 	}
 	if _, used := vars[varNamespace]; used {
 		o.namespace = value(varNamespace)
 	}
 	return manifest, nil
+}
+
+// Variables of the built-in templates that no flag sets.
+const (
+	varPodCIDR          = "POD_CIDR"
+	varServiceCIDR      = "SERVICE_CIDR"
+	varMachineBootDelay = "MACHINE_BOOT_DELAY"
+)
+
+// variableSource names where a variable's value can be set, for errors.
+func variableSource(variable string) string {
+	switch variable {
+	case varClusterName:
+		return "the NAME argument"
+	case varNamespace:
+		return "--" + flagNamespace + " (" + variable + ")"
+	case varKubernetesVersion:
+		return "--" + flagKubernetesVersion + " (" + variable + ")"
+	case varControlPlanes:
+		return "--" + flagControlPlanes + " (" + variable + ")"
+	case varWorkers:
+		return "--" + flagWorkers + " (" + variable + ")"
+	}
+	return variable + " (environment or --config)"
+}
+
+// validateVariables checks the values of the well-known variables a
+// template uses, all of them, before anything is printed or applied: the
+// API server would refuse some objects of the cluster and accept others,
+// leaving half a cluster. value gives a variable's value as rendered.
+func validateVariables(used map[string]string, value func(string) string) error {
+	var errs []error
+	bad := func(variable, why string) {
+		errs = append(errs, fmt.Errorf("%s %q: %s", variableSource(variable), value(variable), why))
+	}
+	has := func(v string) bool { _, ok := used[v]; return ok }
+	for _, v := range []string{varClusterName, varNamespace} {
+		if !has(v) {
+			continue
+		}
+		if problems := validation.IsDNS1123Label(value(v)); len(problems) > 0 {
+			bad(v, "must be a DNS label: "+strings.Join(problems, "; "))
+		}
+	}
+	if has(varKubernetesVersion) {
+		v := value(varKubernetesVersion)
+		if _, err := utilversion.ParseSemantic(v); err != nil || !strings.HasPrefix(v, "v") {
+			bad(varKubernetesVersion, "must be a Kubernetes release version with a leading v, such as "+embeddedKubernetesVersion())
+		}
+	}
+	for _, c := range []struct {
+		variable string
+		min      int
+		why      string
+	}{
+		{varControlPlanes, 1, "must be at least 1: a cluster needs a control-plane machine"},
+		{varWorkers, 0, "must not be negative"},
+	} {
+		if !has(c.variable) {
+			continue
+		}
+		n, err := strconv.Atoi(value(c.variable))
+		switch {
+		case err != nil:
+			bad(c.variable, "must be a whole number")
+		case n < c.min:
+			bad(c.variable, c.why)
+		case c.variable == varControlPlanes && n%2 == 0:
+			bad(c.variable, fmt.Sprintf("must be odd, so that etcd keeps a quorum when a machine fails: use %d or %d", n-1, n+1))
+		}
+	}
+	for _, v := range []string{varPodCIDR, varServiceCIDR} {
+		if !has(v) {
+			continue
+		}
+		if _, _, err := net.ParseCIDR(value(v)); err != nil {
+			bad(v, "must be a CIDR block such as 10.244.0.0/16")
+		}
+	}
+	if has(varMachineBootDelay) {
+		if d, err := time.ParseDuration(value(varMachineBootDelay)); err != nil || d < 0 {
+			bad(varMachineBootDelay, "must be a duration that is not negative, such as 10s")
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func newGenerateCommand() *cobra.Command {

@@ -165,20 +165,37 @@ func TestGenerateErrors(t *testing.T) {
 		return p
 	}
 	for _, tc := range []struct {
-		name string
-		args []string
-		want string
+		name    string
+		args    []string
+		want    string
+		cluster string // the NAME argument; demo when empty
 	}{
-		{"every missing variable named", []string{"--from", write("missing.yaml", "a: ${ZED}\nb: ${ALPHA}\nc: ${CLUSTER_NAME}\n")}, "value for variables [ALPHA, ZED] is not set"},
-		{"malformed reference", []string{"--from", write("bad.yaml", "a: 1\nb: ${OOPS\n")}, `line 2: malformed variable reference: "${OOPS" has no closing brace`},
-		{"unknown flavor", []string{"--flavor", "huge"}, `--flavor "huge": the local provider has no such flavor; it has default, ha, topology`},
-		{"explicit config missing", []string{"--config", filepath.Join(dir, "nope.yaml")}, "--config: reading the variables file"},
-		{"count not a number", []string{"--config", write("nan.yaml", "WORKER_MACHINE_COUNT: many\n")}, `WORKER_MACHINE_COUNT "many": must be a whole number`},
-		{"no control plane", []string{"--control-plane-machine-count", "0"}, "CONTROL_PLANE_MACHINE_COUNT 0: must be at least 1"},
-		{"provider without templates", []string{"--infrastructure", "aws"}, `--infrastructure "aws": there are built-in templates for in-memory, local only; use --from for other providers`},
+		{name: "cluster name not a DNS label", cluster: "Demo.1", want: `the NAME argument "Demo.1": must be a DNS label`},
+		{"every missing variable named", []string{"--from", write("missing.yaml", "a: ${ZED}\nb: ${ALPHA}\nc: ${CLUSTER_NAME}\n")}, "value for variables [ALPHA, ZED] is not set", ""},
+		{"malformed reference", []string{"--from", write("bad.yaml", "a: 1\nb: ${OOPS\n")}, `line 2: malformed variable reference: "${OOPS" has no closing brace`, ""},
+		{"unknown flavor", []string{"--flavor", "huge"}, `--flavor "huge": the local provider has no such flavor; it has default, ha, topology`, ""},
+		{"explicit config missing", []string{"--config", filepath.Join(dir, "nope.yaml")}, "--config: reading the variables file", ""},
+		{"count not a number", []string{"--config", write("nan.yaml", "WORKER_MACHINE_COUNT: many\n")}, `--worker-machine-count (WORKER_MACHINE_COUNT) "many": must be a whole number`, ""},
+		{"no control plane", []string{"--control-plane-machine-count", "0"}, `--control-plane-machine-count (CONTROL_PLANE_MACHINE_COUNT) "0": must be at least 1`, ""},
+		{"even control plane", []string{"--control-plane-machine-count", "2"}, `--control-plane-machine-count (CONTROL_PLANE_MACHINE_COUNT) "2": must be odd, so that etcd keeps a quorum when a machine fails: use 1 or 3`, ""},
+		{"even control plane from the config file", []string{"--flavor", "ha", "--config", write("even.yaml", "CONTROL_PLANE_MACHINE_COUNT: 4\n")}, `"4": must be odd`, ""},
+		{"negative workers", []string{"--worker-machine-count", "-1"}, `--worker-machine-count (WORKER_MACHINE_COUNT) "-1": must not be negative`, ""},
+		{"version not a version", []string{"--kubernetes-version", "banana"}, `--kubernetes-version (KUBERNETES_VERSION) "banana": must be a Kubernetes release version with a leading v`, ""},
+		{"version without v", []string{"--kubernetes-version", "1.35.0"}, `--kubernetes-version (KUBERNETES_VERSION) "1.35.0": must be a Kubernetes release version with a leading v`, ""},
+		{"topology flavor checks its version too", []string{"--flavor", "topology", "--kubernetes-version", "v1.35"}, `--kubernetes-version (KUBERNETES_VERSION) "v1.35"`, ""},
+		{"in-memory topology flavor", []string{"--infrastructure", "in-memory", "--flavor", "topology", "--control-plane-machine-count", "2"}, `"2": must be odd`, ""},
+		{"namespace not a DNS label", []string{"-n", "My_Namespace"}, `--target-namespace (NAMESPACE) "My_Namespace": must be a DNS label`, ""},
+		{"pod CIDR", []string{"--config", write("cidr.yaml", "POD_CIDR: everything\n")}, `POD_CIDR (environment or --config) "everything": must be a CIDR block`, ""},
+		{"boot delay", []string{"--infrastructure", "in-memory", "--config", write("delay.yaml", "MACHINE_BOOT_DELAY: soon\n")}, `MACHINE_BOOT_DELAY (environment or --config) "soon": must be a duration`, ""},
+		{"every bad value named at once", []string{"--kubernetes-version", "banana", "--worker-machine-count", "-2"}, `"banana": must be a Kubernetes release version with a leading v, such as ` + embeddedKubernetesVersion() + "\n--worker-machine-count (WORKER_MACHINE_COUNT) \"-2\"", ""},
+		{"provider without templates", []string{"--infrastructure", "aws"}, `--infrastructure "aws": there are built-in templates for in-memory, local only; use --from for other providers`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, _, err := runCapstan(t, append([]string{"generate", "cluster", "demo"}, tc.args...)...)
+			name := "demo"
+			if tc.cluster != "" {
+				name = tc.cluster
+			}
+			out, _, err := runCapstan(t, append([]string{"generate", "cluster", name}, tc.args...)...)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want one containing %q", err, tc.want)
 			}

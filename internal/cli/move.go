@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,6 +17,10 @@ import (
 
 func init() { register(newMoveCommand) }
 
+// defaultPauseTimeout is how long a move waits for the source's
+// controllers to report the pause, unless told otherwise.
+const defaultPauseTimeout = 2 * time.Minute
+
 type moveOptions struct {
 	kubeconfig    string
 	toKubeconfig  string
@@ -23,6 +28,7 @@ type moveOptions struct {
 	fromDirectory string
 	namespace     string
 	dryRun        bool
+	undo          bool
 	pauseTimeout  time.Duration
 	stepDelay     time.Duration
 	allNamespaces bool
@@ -41,7 +47,13 @@ copied in owner order with its status, every copy is compared with its source,
 the source objects are deleted without running their finalizers, and the
 clusters are unpaused where they now live. Machines keep running throughout.
 
-An interrupted move continues when run again with the same flags. The source
+Before it changes anything the move checks the target: that it serves every
+kind, that its namespaces exist or can be made, that no object there holds a
+name the move needs, and that it accepts every object (a server-side dry run;
+for a directory, a probe file). A move that stops midway says what it changed.
+An interrupted move continues when run again with the same flags; until it has
+begun deleting from the source, the same flags with --undo take it back
+instead: the copies go and the source is unpaused. The source
 is --kubeconfig, else $KUBECONFIG, else the running capstan plane (as for get
 and describe); --from-directory writes to it. Exit code 0 on success, 1 when the
 move stopped (the message names the object and the step).`,
@@ -58,7 +70,8 @@ move stopped (the message names the object and the step).`,
 	f.StringVarP(&o.namespace, "namespace", "n", "", "namespace of the clusters to move (default: the kubeconfig context's namespace, else default; with --from-directory, every object of the directory)")
 	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "move the clusters of every namespace")
 	f.BoolVar(&o.dryRun, "dry-run", false, "print what would move, in order, and change nothing")
-	f.DurationVar(&o.pauseTimeout, "pause-timeout", 2*time.Minute, "how long to wait until the source's controllers report every object paused; 0 does not wait")
+	f.BoolVar(&o.undo, "undo", false, "take back an unfinished move with these flags: remove its copies from the target and unpause the source")
+	f.DurationVar(&o.pauseTimeout, "pause-timeout", defaultPauseTimeout, "how long to wait until the source's controllers report every object paused; 0 does not wait")
 	f.DurationVar(&o.stepDelay, "step-delay", 0, "wait this long after each object written (for tests that interrupt a move)")
 	_ = f.MarkHidden("step-delay")
 	return cmd
@@ -76,6 +89,9 @@ func (o *moveOptions) run(cmd *cobra.Command, g *globals) error {
 	}
 	if o.allNamespaces && o.namespace != "" {
 		return errors.New("--namespace and --all-namespaces exclude each other")
+	}
+	if o.undo && o.dryRun {
+		return errors.New("--undo and --dry-run exclude each other")
 	}
 	source := mgmtTarget{kubeconfig: o.kubeconfig}
 	cfg, err := source.restConfig(g)
@@ -100,22 +116,88 @@ func (o *moveOptions) run(cmd *cobra.Command, g *globals) error {
 		PauseTimeout: o.pauseTimeout, StepDelay: o.stepDelay,
 	}
 	ctx := cmd.Context()
-	switch {
-	case o.toKubeconfig != "":
-		cfg, err := clientcmd.BuildConfigFromFlags("", o.toKubeconfig)
-		if err != nil {
-			return fmt.Errorf("--to-kubeconfig %s: %w", o.toKubeconfig, err)
+	return o.explain(namespace, func() error {
+		switch {
+		case o.toKubeconfig != "":
+			cfg, err := clientcmd.BuildConfigFromFlags("", o.toKubeconfig)
+			if err != nil {
+				return fmt.Errorf("--to-kubeconfig %s: %w", o.toKubeconfig, err)
+			}
+			target, err := moveClient(cfg)
+			if err != nil {
+				return err
+			}
+			if o.undo {
+				return move.UndoToCluster(ctx, current, target, opts)
+			}
+			return move.ToCluster(ctx, current, target, opts)
+		case o.toDirectory != "":
+			if o.undo {
+				return move.UndoToDirectory(ctx, current, o.toDirectory, opts)
+			}
+			return move.ToDirectory(ctx, current, o.toDirectory, opts)
+		default:
+			if o.undo {
+				return move.UndoFromDirectory(ctx, o.fromDirectory, current, opts)
+			}
+			return move.FromDirectory(ctx, o.fromDirectory, current, opts)
 		}
-		target, err := moveClient(cfg)
-		if err != nil {
-			return err
-		}
-		return move.ToCluster(ctx, current, target, opts)
-	case o.toDirectory != "":
-		return move.ToDirectory(ctx, current, o.toDirectory, opts)
-	default:
-		return move.FromDirectory(ctx, o.fromDirectory, current, opts)
+	}())
+}
+
+// explain adds to the error of a move that stopped after changing
+// something the commands that finish it and, while it can be, undo it.
+func (o *moveOptions) explain(namespace string, err error) error {
+	var me *move.Error
+	if !errors.As(err, &me) || len(me.Changed) == 0 {
+		return err
 	}
+	again := o.commandLine(namespace)
+	msg := fmt.Sprintf("%v\nTo finish the move, run it again:\n  %s", err, again)
+	if o.undo {
+		msg = fmt.Sprintf("%v\nTo finish the undo, run it again:\n  %s --undo", err, again)
+	}
+	if me.Undoable && !o.undo {
+		msg += fmt.Sprintf("\nTo undo it instead (remove the copies, unpause the source):\n  %s --undo", again)
+	}
+	return errors.New(msg)
+}
+
+// commandLine is the move command with the flags that name its source,
+// target and namespace, for a user to run again.
+func (o *moveOptions) commandLine(namespace string) string {
+	args := []string{"capstan", "move"}
+	add := func(flag, value string) {
+		if value != "" {
+			args = append(args, flag, shellQuote(value))
+		}
+	}
+	add("--kubeconfig", o.kubeconfig)
+	add("--to-kubeconfig", o.toKubeconfig)
+	add("--to-directory", o.toDirectory)
+	add("--from-directory", o.fromDirectory)
+	switch {
+	case o.allNamespaces:
+		args = append(args, "--all-namespaces")
+	default:
+		add("--namespace", namespace)
+	}
+	if o.pauseTimeout != defaultPauseTimeout {
+		add("--pause-timeout", o.pauseTimeout.String())
+	}
+	return strings.Join(args, " ")
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but plain
+// characters.
+func shellQuote(s string) string {
+	plain := func(r rune) bool {
+		return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:@,+", r)
+	}
+	if strings.IndexFunc(s, func(r rune) bool { return !plain(r) }) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // moveClient is a client for one end of a move, at a pace that leaves the

@@ -70,6 +70,13 @@ once the plane is ready and returns the shell; --foreground keeps it attached
 			if _, err := scheduledBackups(g.dir(), o); err != nil {
 				return err
 			}
+			if o.cluster != "" {
+				// A cluster that cannot be made is said before the plane
+				// starts, not after it has half-applied.
+				if _, err := o.template.render(o.cluster); err != nil {
+					return fmt.Errorf("--cluster %s: %w", o.cluster, err)
+				}
+			}
 			if o.foreground {
 				return runForeground(cmd, g.dir(), o)
 			}

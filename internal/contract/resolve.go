@@ -2,12 +2,14 @@ package contract
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/gobuffalo/flect"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -45,6 +47,16 @@ type KindNotInstalledError struct{ Kind, Group, CRD string }
 
 func (e *KindNotInstalledError) Error() string {
 	return fmt.Sprintf("kind %s of group %s is not installed (no CRD %s): install its provider or fix the reference", e.Kind, e.Group, e.CRD)
+}
+
+// Absent tells whether err from reading a referenced object means it does
+// not exist or cannot: the object is not found, no CRD defines its kind,
+// or the API server serves no such kind. Deletion waits for nothing then:
+// a reference to a kind that was never installed (or was removed with all
+// its objects) must not hold a finalizer forever.
+func Absent(err error) bool {
+	var notInstalled *KindNotInstalledError
+	return apierrors.IsNotFound(err) || errors.As(err, &notInstalled) || meta.IsNoMatchError(err)
 }
 
 // GroupVersionKind resolves ref to the version its CRD's contract label

@@ -36,7 +36,7 @@ func ToCluster(ctx context.Context, source, target client.Client, o Options) err
 		// Every object would look like its own copy, and be deleted.
 		return &Error{Step: "connecting", Err: errors.New("the source and the target are the same cluster (their kube-system namespaces have the same UID): give --to-kubeconfig another management cluster")}
 	}
-	return run(ctx, newClusterSource(source, o), &clusterTarget{c: target, namespace: o.Namespace, uids: map[Key]types.UID{}}, o)
+	return run(ctx, newClusterSource(source, o), newClusterTarget(target, o), o)
 }
 
 type clusterSource struct {
@@ -44,6 +44,9 @@ type clusterSource struct {
 	namespace    string
 	out          io.Writer
 	pauseTimeout time.Duration
+	hook         *writeHook
+	// pausedByMove counts the objects found or made paused by the move.
+	pausedByMove int
 }
 
 // sameCluster tells whether two clients reach the same cluster, by the UID
@@ -65,8 +68,14 @@ func newClusterSource(c client.Client, o Options) *clusterSource {
 	if out == nil {
 		out = io.Discard
 	}
-	return &clusterSource{c: c, namespace: o.Namespace, out: out, pauseTimeout: o.PauseTimeout}
+	return &clusterSource{c: c, namespace: o.Namespace, out: out, pauseTimeout: o.PauseTimeout, hook: newWriteHook(o.After)}
 }
+
+func newClusterTarget(c client.Client, o Options) *clusterTarget {
+	return &clusterTarget{c: c, namespace: o.Namespace, uids: map[Key]types.UID{}, hook: newWriteHook(o.After)}
+}
+
+func (s *clusterSource) paused() int { return s.pausedByMove }
 
 func (s *clusterSource) describe() string {
 	if s.namespace == "" {
@@ -100,6 +109,7 @@ func (s *clusterSource) objects(ctx context.Context, pause bool) ([]*unstructure
 		_, ours := cl.GetAnnotations()[pausedByMoveKey]
 		switch {
 		case paused && ours:
+			s.pausedByMove++
 			fmt.Fprintf(s.out, "%s is paused (by an earlier run of this move).\n", k)
 		case paused:
 			fmt.Fprintf(s.out, "%s was paused before the move; it stays paused in the target.\n", k)
@@ -108,7 +118,11 @@ func (s *clusterSource) objects(ctx context.Context, pause bool) ([]*unstructure
 			if err := s.c.Patch(ctx, cl, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
 				return nil, fmt.Errorf("pausing %s: %w", k, err)
 			}
+			s.pausedByMove++
 			fmt.Fprintf(s.out, "Paused %s (spec.paused).\n", k)
+			if err := s.hook.wrote("pause", k); err != nil {
+				return nil, err
+			}
 		}
 	}
 	objs, err := discover(ctx, s.c, s.namespace)
@@ -128,13 +142,20 @@ func (s *clusterSource) objects(ctx context.Context, pause bool) ([]*unstructure
 			continue
 		}
 		if _, paused := u.GetAnnotations()[pausedAnnotation]; paused {
+			if _, ours := u.GetAnnotations()[pausedByMoveKey]; ours {
+				s.pausedByMove++
+			}
 			continue // paused by a user (stays so) or by an earlier run
 		}
 		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"",%q:"true"}}}`, pausedAnnotation, pausedByMoveKey)
 		if err := s.c.Patch(ctx, u, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
 			return nil, fmt.Errorf("pausing %s: %w", k, err)
 		}
+		s.pausedByMove++
 		annotated++
+		if err := s.hook.wrote("pause", k); err != nil {
+			return nil, err
+		}
 	}
 	if annotated > 0 {
 		fmt.Fprintf(s.out, "Paused %d objects with the %s annotation.\n", annotated, pausedAnnotation)
@@ -245,27 +266,83 @@ func notPaused(objs []*unstructured.Unstructured) []string {
 // remove deletes the object from the source without its finalizers, so no
 // controller there acts on the deletion (the machines now belong to the
 // target). The UID precondition never deletes a newer object of the name.
-func (s *clusterSource) remove(ctx context.Context, obj *unstructured.Unstructured) error {
+func (s *clusterSource) remove(ctx context.Context, obj *unstructured.Unstructured) (bool, error) {
 	cur := &unstructured.Unstructured{}
 	cur.SetGroupVersionKind(obj.GroupVersionKind())
 	if err := s.c.Get(ctx, client.ObjectKeyFromObject(obj), cur); err != nil {
-		return client.IgnoreNotFound(err)
+		return false, client.IgnoreNotFound(err)
 	}
 	if cur.GetUID() != obj.GetUID() {
-		return nil
+		return false, nil
 	}
 	if len(cur.GetFinalizers()) > 0 {
 		patch := []byte(`{"metadata":{"finalizers":null}}`)
 		if err := s.c.Patch(ctx, cur, client.RawPatch(types.MergePatchType, patch)); err != nil {
-			return client.IgnoreNotFound(err)
+			return false, client.IgnoreNotFound(err)
 		}
 	}
 	uid := obj.GetUID()
 	err := s.c.Delete(ctx, cur, client.Preconditions{UID: &uid})
 	if apierrors.IsConflict(err) {
-		return nil // a newer object of the name
+		return true, nil // a newer object of the name
 	}
-	return client.IgnoreNotFound(err)
+	return true, client.IgnoreNotFound(err)
+}
+
+// commit marks the roots of the move's graph in the source (its
+// namespaced objects that no object of the graph owns: the Clusters, and
+// the templates and classes found only through a reference in a spec)
+// before the first deletion. An undo then refuses, since the source can
+// no longer be put back as it was; and a resumed move finds a marked root
+// and all it owns even when what referenced it is gone already. Roots are
+// deleted last, so the mark lasts while anything of theirs is left.
+func (s *clusterSource) commit(ctx context.Context, objs []*unstructured.Unstructured) (bool, error) {
+	uids := map[types.UID]bool{}
+	for _, u := range objs {
+		uids[u.GetUID()] = true
+	}
+	marked := false
+	for _, u := range objs {
+		if u.GetNamespace() == "" || ownedWithin(u, uids) {
+			continue
+		}
+		if _, marked := u.GetAnnotations()[deletingKey]; marked {
+			continue
+		}
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"true"}}}`, deletingKey)
+		if err := s.c.Patch(ctx, u, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+			return marked, fmt.Errorf("marking %s before deleting: %w", keyOf(u), err)
+		}
+		marked = true
+		if err := s.hook.wrote("commit", keyOf(u)); err != nil {
+			return marked, err
+		}
+	}
+	return marked, nil
+}
+
+func (s *clusterSource) committed(objs []*unstructured.Unstructured) bool {
+	for _, u := range objs {
+		if _, marked := u.GetAnnotations()[deletingKey]; marked {
+			return true
+		}
+	}
+	return false
+}
+
+// ownedWithin tells whether an owner of u is among uids.
+func ownedWithin(u *unstructured.Unstructured, uids map[types.UID]bool) bool {
+	for _, ref := range u.GetOwnerReferences() {
+		if uids[ref.UID] {
+			return true
+		}
+	}
+	return false
+}
+
+// unpause undoes the move's pause in the source.
+func (s *clusterSource) unpause(ctx context.Context) ([]Key, error) {
+	return unpauseMoved(ctx, s.c, s.namespace, nil)
 }
 
 // clusterTarget writes copies to a management cluster.
@@ -274,6 +351,7 @@ type clusterTarget struct {
 	namespace string
 	// uids are the copies' UIDs, for owner references.
 	uids map[Key]types.UID
+	hook *writeHook
 }
 
 func (t *clusterTarget) describe() string { return "the target" }
@@ -283,6 +361,67 @@ func (t *clusterTarget) describe() string { return "the target" }
 func (t *clusterTarget) global(group, kind string) bool {
 	m, err := t.c.RESTMapper().RESTMapping(schema.GroupKind{Group: group, Kind: kind})
 	return err == nil && m.Scope.Name() == meta.RESTScopeNameRoot
+}
+
+func (t *clusterTarget) check(ctx context.Context, objs []*unstructured.Unstructured) error {
+	if err := t.prepare(ctx, objs); err != nil {
+		return err
+	}
+	var problems []string
+	for _, src := range objs {
+		k := keyOf(src)
+		existing, err := t.get(ctx, src.GroupVersionKind(), k)
+		switch {
+		case err == nil:
+			if existing.GetAnnotations()[sourceUIDKey] != sourceUIDOf(src) {
+				if d := differences(src, existing); len(d) > 0 {
+					problems = append(problems, fmt.Sprintf("%s: the target already has an object of this name that is not a copy of the source's (%s): delete or rename it in the target", k, strings.Join(d, "; ")))
+				}
+			}
+			continue
+		case !apierrors.IsNotFound(err):
+			return fmt.Errorf("reading %s in the target: %w", k, err)
+		}
+		// A server-side dry run: the target's validation, admission and
+		// authorization answer as they would for the real write.
+		obj := portable(src)
+		obj.SetOwnerReferences(nil)
+		if err := t.c.Create(ctx, obj, client.DryRunAll); err != nil {
+			problems = append(problems, fmt.Sprintf("%s: the target refuses it: %v", k, err))
+		}
+	}
+	if len(problems) > 0 {
+		sort.Strings(problems)
+		return fmt.Errorf("the target cannot take %d objects; fix this and run the move again:\n  %s", len(problems), strings.Join(problems, "\n  "))
+	}
+	return nil
+}
+
+// sourceUIDOf is the UID of the object a copy of obj records: obj's own,
+// or, for an object read from a directory, the one its file records.
+func sourceUIDOf(obj *unstructured.Unstructured) string {
+	if uid := obj.GetUID(); uid != "" {
+		return string(uid)
+	}
+	return obj.GetAnnotations()[sourceUIDKey]
+}
+
+func (t *clusterTarget) discard(ctx context.Context, src *unstructured.Unstructured) (bool, error) {
+	k := keyOf(src)
+	cp, err := t.get(ctx, src.GroupVersionKind(), k)
+	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if cp.GetAnnotations()[sourceUIDKey] != sourceUIDOf(src) {
+		return false, nil // not a copy of this source's object
+	}
+	// The copy's Cluster is paused in the target: nothing there would act
+	// on its finalizers, and what it stands for lives on in the source.
+	_, err = (&clusterSource{c: t.c}).remove(ctx, cp)
+	return true, err
 }
 
 func (t *clusterTarget) prepare(ctx context.Context, objs []*unstructured.Unstructured) error {
@@ -448,10 +587,15 @@ func keys(m map[string]bool) []string {
 	return out
 }
 
-// finish unpauses what a move paused in the target: the paused
-// annotation on objects first, the Clusters' spec.paused last.
+// finish unpauses what a move paused in the target.
 func (t *clusterTarget) finish(ctx context.Context) ([]Key, error) {
-	kinds, err := discoverKinds(ctx, t.c)
+	return unpauseMoved(ctx, t.c, t.namespace, t.hook)
+}
+
+// unpauseMoved unpauses what a move paused in c: the paused annotation on
+// objects first, the Clusters' spec.paused last. It returns the Clusters.
+func unpauseMoved(ctx context.Context, c client.Client, namespace string, hook *writeHook) ([]Key, error) {
+	kinds, err := discoverKinds(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -461,14 +605,14 @@ func (t *clusterTarget) finish(ctx context.Context) ([]Key, error) {
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(kd.gvk.GroupVersion().WithKind(kd.gvk.Kind + "List"))
 		var opts []client.ListOption
-		if t.namespace != "" {
-			opts = append(opts, client.InNamespace(t.namespace))
+		if namespace != "" {
+			opts = append(opts, client.InNamespace(namespace))
 		}
-		if err := t.c.List(ctx, list, opts...); err != nil {
+		if err := c.List(ctx, list, opts...); err != nil {
 			if meta.IsNoMatchError(err) {
 				continue
 			}
-			return out, fmt.Errorf("listing %s in the target: %w", kd.gvk.Kind, err)
+			return out, fmt.Errorf("listing %s: %w", kd.gvk.Kind, err)
 		}
 		for i := range list.Items {
 			u := &list.Items[i]
@@ -480,17 +624,23 @@ func (t *clusterTarget) finish(ctx context.Context) ([]Key, error) {
 				continue
 			}
 			patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:null,%q:null}}}`, pausedAnnotation, pausedByMoveKey)
-			if err := t.c.Patch(ctx, u, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+			if err := c.Patch(ctx, u, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
 				return out, fmt.Errorf("unpausing %s: %w", keyOf(u), err)
+			}
+			if err := hook.wrote("unpause", keyOf(u)); err != nil {
+				return out, err
 			}
 		}
 	}
 	for _, cl := range clusterObjs {
-		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:null}},"spec":{"paused":null}}`, pausedByMoveKey)
-		if err := t.c.Patch(ctx, cl, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:null,%q:null}},"spec":{"paused":null}}`, pausedByMoveKey, deletingKey)
+		if err := c.Patch(ctx, cl, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
 			return out, fmt.Errorf("unpausing %s: %w", keyOf(cl), err)
 		}
 		clusters = append(clusters, keyOf(cl))
+		if err := hook.wrote("unpause", keyOf(cl)); err != nil {
+			return clusters, err
+		}
 	}
 	return append(out, clusters...), nil
 }

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -28,7 +27,7 @@ func ToDirectory(ctx context.Context, source client.Client, dir string, o Option
 // in target, in owner order, and unpauses the Clusters the move paused.
 // The files stay.
 func FromDirectory(ctx context.Context, dir string, target client.Client, o Options) error {
-	return run(ctx, &dirSource{dir: dir, namespace: o.Namespace}, &clusterTarget{c: target, namespace: o.Namespace, uids: map[Key]types.UID{}}, o)
+	return run(ctx, &dirSource{dir: dir, namespace: o.Namespace}, newClusterTarget(target, o), o)
 }
 
 // fileID is the part of a file's name that names the object.
@@ -52,6 +51,57 @@ func (t *dirTarget) describe() string { return "directory " + t.dir }
 
 func (t *dirTarget) prepare(context.Context, []*unstructured.Unstructured) error {
 	return os.MkdirAll(t.dir, 0o700)
+}
+
+// check makes the directory and writes and removes a probe file in it, and
+// refuses a directory holding another move's file of one of the objects.
+func (t *dirTarget) check(_ context.Context, objs []*unstructured.Unstructured) error {
+	if err := os.MkdirAll(t.dir, 0o700); err != nil {
+		return fmt.Errorf("the target directory cannot be made: %w", err)
+	}
+	probe, err := os.CreateTemp(t.dir, ".capstan-move-probe-*")
+	if err != nil {
+		return fmt.Errorf("the target directory is not writable: %w", err)
+	}
+	probe.Close()
+	if err := os.Remove(probe.Name()); err != nil {
+		return fmt.Errorf("the target directory does not let files be removed: %w", err)
+	}
+	var problems []string
+	for _, src := range objs {
+		for _, f := range filesOf(t.dir, keyOf(src)) {
+			cp, err := readObject(f)
+			if err != nil {
+				return err
+			}
+			if cp.GetAnnotations()[sourceUIDKey] != sourceUIDOf(src) && len(differences(src, cp)) > 0 {
+				problems = append(problems, fmt.Sprintf("%s holds %s, not a copy of the source's object", f, keyOf(src)))
+			}
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("the target directory holds files of another move: give another directory or remove them:\n  %s", strings.Join(problems, "\n  "))
+	}
+	return nil
+}
+
+// discard removes the file of obj's copy.
+func (t *dirTarget) discard(_ context.Context, src *unstructured.Unstructured) (bool, error) {
+	found := false
+	for _, f := range filesOf(t.dir, keyOf(src)) {
+		cp, err := readObject(f)
+		if err != nil {
+			return found, err
+		}
+		if cp.GetAnnotations()[sourceUIDKey] != sourceUIDOf(src) {
+			continue
+		}
+		if err := os.Remove(f); err != nil {
+			return found, err
+		}
+		found = true
+	}
+	return found, nil
 }
 
 func (t *dirTarget) has(_ context.Context, k Key) (bool, error) {
@@ -144,4 +194,15 @@ func (s *dirSource) objects(context.Context, bool) ([]*unstructured.Unstructured
 }
 
 // remove keeps the files: they are the record of what was moved.
-func (s *dirSource) remove(context.Context, *unstructured.Unstructured) error { return nil }
+func (s *dirSource) remove(context.Context, *unstructured.Unstructured) (bool, error) {
+	return false, nil
+}
+
+// A directory loses nothing in a move and pauses nothing: it can always be
+// undone, and has nothing to unpause.
+func (s *dirSource) commit(context.Context, []*unstructured.Unstructured) (bool, error) {
+	return false, nil
+}
+func (s *dirSource) committed([]*unstructured.Unstructured) bool { return false }
+func (s *dirSource) unpause(context.Context) ([]Key, error)      { return nil, nil }
+func (s *dirSource) paused() int                                 { return 0 }

@@ -29,21 +29,28 @@ var identityGVK = schema.GroupVersionKind{Group: "global.test.capstan.dev", Vers
 // provider's, and waits until the plane serves it.
 func installIdentityCRD(t *testing.T, c client.Client) {
 	t.Helper()
+	installTestCRD(t, c, identityGVK, "testidentities", apiextensionsv1.ClusterScoped)
+}
+
+// installTestCRD installs a kind of any shape, labelled as a provider's,
+// and waits until the plane serves it.
+func installTestCRD(t *testing.T, c client.Client, gvk schema.GroupVersionKind, plural string, scope apiextensionsv1.ResourceScope) {
+	t.Helper()
 	ctx := context.Background()
 	preserve := true
 	crd := &apiextensionsv1.CustomResourceDefinition{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:   "testidentities." + identityGVK.Group,
+			Name:   plural + "." + gvk.Group,
 			Labels: map[string]string{"cluster.x-k8s.io/provider": "infrastructure-test"},
 		},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: identityGVK.Group,
-			Scope: apiextensionsv1.ClusterScoped,
+			Group: gvk.Group,
+			Scope: scope,
 			Names: apiextensionsv1.CustomResourceDefinitionNames{
-				Plural: "testidentities", Singular: "testidentity", Kind: identityGVK.Kind, ListKind: identityGVK.Kind + "List",
+				Plural: plural, Singular: strings.ToLower(gvk.Kind), Kind: gvk.Kind, ListKind: gvk.Kind + "List",
 			},
 			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-				Name: identityGVK.Version, Served: true, Storage: true,
+				Name: gvk.Version, Served: true, Storage: true,
 				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
 					Type: "object", XPreserveUnknownFields: &preserve,
 				}},
@@ -53,7 +60,7 @@ func installIdentityCRD(t *testing.T, c client.Client) {
 	if err := c.Create(ctx, crd); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	fixture.Eventually(t, "the TestIdentity CRD is established", time.Minute, func(context.Context) string {
+	fixture.Eventually(t, "the "+gvk.Kind+" CRD is established", time.Minute, func(context.Context) string {
 		cur := &apiextensionsv1.CustomResourceDefinition{}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(crd), cur); err != nil {
 			return err.Error()
@@ -61,7 +68,7 @@ func installIdentityCRD(t *testing.T, c client.Client) {
 		for _, cond := range cur.Status.Conditions {
 			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
 				list := &unstructured.UnstructuredList{}
-				list.SetGroupVersionKind(identityGVK.GroupVersion().WithKind(identityGVK.Kind + "List"))
+				list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 				if err := c.List(ctx, list); err != nil {
 					return "listing: " + err.Error()
 				}

@@ -31,6 +31,9 @@ const (
 	annotationPrefix = "move.capstan.dev/"
 	sourceUIDKey     = annotationPrefix + "source-uid"
 	pausedByMoveKey  = annotationPrefix + "paused"
+	// deletingKey marks the roots of a graph whose move has begun
+	// deleting from the source, past the point an undo can restore.
+	deletingKey      = annotationPrefix + "deleting"
 	pausedAnnotation = "cluster.x-k8s.io/paused"
 	clusterKind      = "Cluster"
 	secretKind       = "Secret"
@@ -181,7 +184,10 @@ func discover(ctx context.Context, c client.Client, namespace string) ([]*unstru
 			// that is, below); a --namespace move takes every selected
 			// one, as which of them its clusters use is not known.
 			_, labelled := u.GetLabels()[MoveLabel]
-			if kd.all || labelled || (!kd.global && kd.gvk.Group == coreGroup && kd.gvk.Kind == clusterKind) {
+			// A root marked by a move that has begun deleting belongs to
+			// it, whatever referenced it may be gone already.
+			_, marked := u.GetAnnotations()[deletingKey]
+			if kd.all || labelled || (!kd.global && (marked || kd.gvk.Group == coreGroup && kd.gvk.Kind == clusterKind)) {
 				in[keyOf(u)] = true
 			}
 		}

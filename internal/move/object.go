@@ -44,13 +44,28 @@ func content(u *unstructured.Unstructured) map[string]any {
 		}
 	}
 	out["labels"] = stringMap(u.GetLabels())
+	// What the move paused is unpaused in the copy at its end, while the
+	// source (a directory's file) keeps it: the pause is the move's own,
+	// not the object's.
+	_, pausedByMove := u.GetAnnotations()[pausedByMoveKey]
 	ann := map[string]any{}
 	for k, v := range u.GetAnnotations() {
-		if !strings.HasPrefix(k, annotationPrefix) {
+		if !strings.HasPrefix(k, annotationPrefix) && !(pausedByMove && k == pausedAnnotation) {
 			ann[k] = v
 		}
 	}
 	out["annotations"] = ann
+	if spec, ok := out["spec"].(map[string]any); ok && pausedByMove {
+		if _, has := spec["paused"]; has {
+			trimmed := make(map[string]any, len(spec))
+			for k, v := range spec {
+				if k != "paused" {
+					trimmed[k] = v
+				}
+			}
+			out["spec"] = trimmed
+		}
+	}
 	return out
 }
 

@@ -57,6 +57,23 @@ func TestDifferences(t *testing.T) {
 				`spec.providerID: source <none>, copy "x"`,
 			},
 		},
+		{
+			name: "a pause the move made and undid in the copy does not count",
+			src: obj(func(u *unstructured.Unstructured) {
+				u.SetAnnotations(map[string]string{"b": "2", pausedByMoveKey: "true", pausedAnnotation: ""})
+				_ = unstructured.SetNestedField(u.Object, true, "spec", "paused")
+			}),
+			copy: obj(nil),
+		},
+		{
+			name: "a pause the user made counts",
+			src: obj(func(u *unstructured.Unstructured) {
+				u.SetAnnotations(map[string]string{"b": "2", pausedAnnotation: ""})
+				_ = unstructured.SetNestedField(u.Object, true, "spec", "paused")
+			}),
+			copy: obj(nil),
+			want: []string{`annotations.cluster.x-k8s.io/paused: source "", copy <none>`, `spec.paused: source "true", copy <none>`},
+		},
 		{name: "secret values are never shown", src: secret("c2VjcmV0"), copy: secret("b3RoZXI="), want: []string{"data.value: differs"}},
 	}
 	for _, tt := range tests {

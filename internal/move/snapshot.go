@@ -48,7 +48,17 @@ func Snapshot(ctx context.Context, source client.Client, dir string, o Options) 
 // deleted.
 type keepingSource struct{ *clusterSource }
 
-func (keepingSource) remove(context.Context, *unstructured.Unstructured) error { return nil }
+func (keepingSource) remove(context.Context, *unstructured.Unstructured) (bool, error) {
+	return false, nil
+}
+
+// commit marks nothing: a snapshot deletes nothing, so there is no point
+// after which it could not be undone.
+func (keepingSource) commit(context.Context, []*unstructured.Unstructured) (bool, error) {
+	return false, nil
+}
+
+func (keepingSource) committed([]*unstructured.Unstructured) bool { return false }
 
 // Restore creates the objects of a directory Snapshot wrote in target, as
 // FromDirectory does: created paused, with their status, and unpaused once

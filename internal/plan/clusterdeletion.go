@@ -30,11 +30,11 @@ type ClusterDescendants struct {
 	// owns; the Cluster deletes them itself.
 	WorkerMachines []Object
 
-	// OwnedWorkerMachines counts worker Machines that a MachineSet or
+	// OwnedWorkerMachines are worker Machines that a MachineSet or
 	// MachinePool owns. Their owners delete them (and may already be gone,
 	// leaving them to the garbage collector), but the control plane must
 	// outlive them all.
-	OwnedWorkerMachines int
+	OwnedWorkerMachines []Object
 
 	// ControlPlane is the control plane object; nil when the Cluster has
 	// none, or it is gone.
@@ -79,17 +79,17 @@ type ClusterDeletionStep struct {
 func NextClusterDeletionStep(d ClusterDescendants) ClusterDeletionStep {
 	var step ClusterDeletionStep
 
-	workerMachines := len(d.WorkerMachines) + d.OwnedWorkerMachines
-	if len(d.MachineDeployments)+len(d.MachineSets)+len(d.MachinePools)+workerMachines > 0 {
+	workerMachines := append(append([]Object(nil), d.WorkerMachines...), d.OwnedWorkerMachines...)
+	if len(d.MachineDeployments)+len(d.MachineSets)+len(d.MachinePools)+len(workerMachines) > 0 {
 		step.MachineDeployments = toDelete(d.MachineDeployments)
 		step.MachineSets = toDelete(d.MachineSets)
 		step.MachinePools = toDelete(d.MachinePools)
 		step.Machines = toDelete(d.WorkerMachines)
 		step.Waiting = waitingFor(
-			nonZero(len(d.MachineDeployments), "MachineDeployment"),
-			nonZero(len(d.MachineSets), "MachineSet"),
-			nonZero(len(d.MachinePools), "MachinePool"),
-			nonZero(workerMachines, "worker Machine"),
+			named(d.MachineDeployments, "MachineDeployment"),
+			named(d.MachineSets, "MachineSet"),
+			named(d.MachinePools, "MachinePool"),
+			named(workerMachines, "worker Machine"),
 		)
 		return step
 	}
@@ -102,7 +102,7 @@ func NextClusterDeletionStep(d ClusterDescendants) ClusterDeletionStep {
 		} else {
 			step.Machines = toDelete(d.ControlPlaneMachines)
 		}
-		what = append(what, nonZero(len(d.ControlPlaneMachines), "control plane Machine"))
+		what = append(what, named(d.ControlPlaneMachines, "control plane Machine"))
 		step.Waiting = waitingFor(what...)
 		return step
 	}
@@ -136,12 +136,25 @@ func describe(o Object, fallbackKind string) string {
 	return kind + " " + o.Name
 }
 
-// nonZero counts n of noun, or says nothing when there are none.
-func nonZero(n int, noun string) string {
-	if n == 0 {
+// namedLimit is how many objects of one kind a Deleting message names.
+const namedLimit = 5
+
+// named counts objs of noun and names them (the first namedLimit, in
+// order), or says nothing when there are none: a deletion that waits says
+// exactly for what.
+func named(objs []Object, noun string) string {
+	if len(objs) == 0 {
 		return ""
 	}
-	return count(n, noun)
+	names := make([]string, 0, len(objs))
+	for _, o := range objs {
+		names = append(names, o.Name)
+	}
+	slices.Sort(names)
+	if len(names) > namedLimit {
+		names = append(names[:namedLimit], fmt.Sprintf("%d more", len(objs)-namedLimit))
+	}
+	return fmt.Sprintf("%s (%s)", count(len(objs), noun), joinList(names))
 }
 
 // waitingFor joins the non-empty parts into one sentence.

@@ -41,7 +41,7 @@ func TestNextClusterDeletionStep(t *testing.T) {
 				MachineSets:           objs("ms"),
 				MachinePools:          objs("mp"),
 				WorkerMachines:        objs("w-2", "w-1"),
-				OwnedWorkerMachines:   4,
+				OwnedWorkerMachines:   objs("o-1", "o-2", "o-3", "o-4"),
 				ControlPlane:          cp,
 				ControlPlaneMachines:  objs("cp-1", "cp-2", "cp-3"),
 				InfrastructureCluster: infra,
@@ -51,7 +51,7 @@ func TestNextClusterDeletionStep(t *testing.T) {
 				MachineSets:        []string{"ms"},
 				MachinePools:       []string{"mp"},
 				Machines:           []string{"w-1", "w-2"},
-				Waiting:            "waiting for 2 MachineDeployments, 1 MachineSet, 1 MachinePool and 6 worker Machines to be deleted",
+				Waiting:            "waiting for 2 MachineDeployments (md-a and md-b), 1 MachineSet (ms), 1 MachinePool (mp) and 6 worker Machines (o-1, o-2, o-3, o-4, w-1 and 1 more) to be deleted",
 			},
 		},
 		{
@@ -59,23 +59,23 @@ func TestNextClusterDeletionStep(t *testing.T) {
 			in: plan.ClusterDescendants{
 				MachineDeployments:   deleting("md"),
 				WorkerMachines:       append(deleting("w-1"), objs("w-2")...),
-				OwnedWorkerMachines:  2,
+				OwnedWorkerMachines:  objs("o-1", "o-2"),
 				ControlPlane:         cp,
 				ControlPlaneMachines: objs("cp-1"),
 			},
 			want: plan.ClusterDeletionStep{
 				Machines: []string{"w-2"},
-				Waiting:  "waiting for 1 MachineDeployment and 4 worker Machines to be deleted",
+				Waiting:  "waiting for 1 MachineDeployment (md) and 4 worker Machines (o-1, o-2, w-1 and w-2) to be deleted",
 			},
 		},
 		{
 			name: "worker Machines left behind by deleted MachineDeployments hold the control plane back",
 			in: plan.ClusterDescendants{
-				OwnedWorkerMachines:   3,
+				OwnedWorkerMachines:   objs("o-1", "o-2", "o-3"),
 				ControlPlane:          cp,
 				InfrastructureCluster: infra,
 			},
-			want: plan.ClusterDeletionStep{Waiting: "waiting for 3 worker Machines to be deleted"},
+			want: plan.ClusterDeletionStep{Waiting: "waiting for 3 worker Machines (o-1, o-2 and o-3) to be deleted"},
 		},
 		{
 			name: "a standalone worker Machine holds the control plane back",
@@ -83,7 +83,7 @@ func TestNextClusterDeletionStep(t *testing.T) {
 				WorkerMachines: objs("w"),
 				ControlPlane:   cp,
 			},
-			want: plan.ClusterDeletionStep{Machines: []string{"w"}, Waiting: "waiting for 1 worker Machine to be deleted"},
+			want: plan.ClusterDeletionStep{Machines: []string{"w"}, Waiting: "waiting for 1 worker Machine (w) to be deleted"},
 		},
 		{
 			name: "no worker left: the control plane goes, and removes its own Machines",
@@ -94,7 +94,7 @@ func TestNextClusterDeletionStep(t *testing.T) {
 			},
 			want: plan.ClusterDeletionStep{
 				ControlPlane: true,
-				Waiting:      "waiting for KubeadmControlPlane cp and 3 control plane Machines to be deleted",
+				Waiting:      "waiting for KubeadmControlPlane cp and 3 control plane Machines (cp-1, cp-2 and cp-3) to be deleted",
 			},
 		},
 		{
@@ -113,7 +113,7 @@ func TestNextClusterDeletionStep(t *testing.T) {
 			},
 			want: plan.ClusterDeletionStep{
 				Machines: []string{"cp-1", "cp-2"},
-				Waiting:  "waiting for 3 control plane Machines to be deleted",
+				Waiting:  "waiting for 3 control plane Machines (cp-1, cp-2 and cp-3) to be deleted",
 			},
 		},
 		{
@@ -122,7 +122,7 @@ func TestNextClusterDeletionStep(t *testing.T) {
 				ControlPlaneMachines:  deleting("cp-1"),
 				InfrastructureCluster: infra,
 			},
-			want: plan.ClusterDeletionStep{Waiting: "waiting for 1 control plane Machine to be deleted"},
+			want: plan.ClusterDeletionStep{Waiting: "waiting for 1 control plane Machine (cp-1) to be deleted"},
 		},
 		{
 			name: "only the infrastructure cluster is left",
@@ -163,7 +163,7 @@ func TestClusterDeletionRunsToTheEnd(t *testing.T) {
 	d := plan.ClusterDescendants{
 		MachineDeployments:    objs("md"),
 		WorkerMachines:        objs("w"),
-		OwnedWorkerMachines:   2,
+		OwnedWorkerMachines:   objs("o-1", "o-2"),
 		ControlPlane:          &plan.Object{Name: "cp"},
 		ControlPlaneMachines:  objs("cp-1"),
 		InfrastructureCluster: &plan.Object{Name: "c1"},
@@ -179,7 +179,7 @@ func TestClusterDeletionRunsToTheEnd(t *testing.T) {
 			return
 		case len(step.MachineDeployments) > 0:
 			tiers = append(tiers, "workers")
-			d.MachineDeployments, d.WorkerMachines, d.OwnedWorkerMachines = nil, nil, 0
+			d.MachineDeployments, d.WorkerMachines, d.OwnedWorkerMachines = nil, nil, nil
 		case step.ControlPlane:
 			tiers = append(tiers, "control plane")
 			d.ControlPlane, d.ControlPlaneMachines = nil, nil

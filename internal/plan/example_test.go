@@ -65,7 +65,7 @@ func ExampleMachinesToDelete() {
 func ExampleNextClusterDeletionStep() {
 	step := plan.NextClusterDeletionStep(plan.ClusterDescendants{
 		MachineDeployments:    []plan.Object{{Name: "workers"}},
-		OwnedWorkerMachines:   3,
+		OwnedWorkerMachines:   []plan.Object{{Name: "workers-a"}, {Name: "workers-b"}, {Name: "workers-c"}},
 		ControlPlane:          &plan.Object{Kind: "KubeadmControlPlane", Name: "cp"},
 		ControlPlaneMachines:  []plan.Object{{Name: "cp-1"}},
 		InfrastructureCluster: &plan.Object{Kind: "LocalCluster", Name: "c1"},
@@ -82,7 +82,7 @@ func ExampleNextClusterDeletionStep() {
 	fmt.Println(step.Waiting)
 	// Output:
 	// [workers] false
-	// waiting for 1 MachineDeployment and 3 worker Machines to be deleted
+	// waiting for 1 MachineDeployment (workers) and 3 worker Machines (workers-a, workers-b and workers-c) to be deleted
 	// false false
-	// waiting for KubeadmControlPlane cp and 1 control plane Machine to be deleted
+	// waiting for KubeadmControlPlane cp and 1 control plane Machine (cp-1) to be deleted
 }

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/contract"
 	"capstan.dev/capstan/internal/plan"
 )
 
@@ -28,9 +30,11 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	}
 	var err error
 	if s.controlPlane, err = r.existing(ctx, c, c.Spec.ControlPlaneRef); err != nil {
+		s.deleting = fmt.Sprintf("cannot read control plane %s %s: %v", c.Spec.ControlPlaneRef.Kind, c.Spec.ControlPlaneRef.Name, err)
 		return ctrl.Result{}, err
 	}
 	if s.infra, err = r.existing(ctx, c, c.Spec.InfrastructureRef); err != nil {
+		s.deleting = fmt.Sprintf("cannot read infrastructure cluster %s %s: %v", c.Spec.InfrastructureRef.Kind, c.Spec.InfrastructureRef.Name, err)
 		return ctrl.Result{}, err
 	}
 
@@ -73,14 +77,14 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, s *scope) (ctrl.Result
 	return ctrl.Result{RequeueAfter: 30 * time.Second}, nil
 }
 
-// existing reads a referenced provider object, nil when it is gone or was
-// never referenced.
+// existing reads a referenced provider object, nil when it is gone, was
+// never referenced, or cannot exist (no CRD defines its kind).
 func (r *Reconciler) existing(ctx context.Context, c *clusterv1.Cluster, ref clusterv1.ContractVersionedObjectReference) (*unstructured.Unstructured, error) {
 	if !ref.IsDefined() {
 		return nil, nil
 	}
 	obj, err := r.Resolver.Get(ctx, r.Client, ref, c.Namespace)
-	if apierrors.IsNotFound(err) {
+	if contract.Absent(err) {
 		return nil, nil
 	}
 	return obj, err
@@ -105,7 +109,7 @@ func descendants(s *scope) plan.ClusterDescendants {
 		case isControlPlaneMachine(m):
 			d.ControlPlaneMachines = append(d.ControlPlaneMachines, planObject(m))
 		case ownedBy(m, "MachineSet") || ownedBy(m, "MachinePool"):
-			d.OwnedWorkerMachines++
+			d.OwnedWorkerMachines = append(d.OwnedWorkerMachines, planObject(m))
 		default:
 			d.WorkerMachines = append(d.WorkerMachines, planObject(m))
 		}

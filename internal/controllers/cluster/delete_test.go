@@ -74,7 +74,7 @@ func TestClusterDeletionOrder(t *testing.T) {
 	})
 	c := clusterCheck(t, key, func(c *clusterv1.Cluster) string {
 		cond := meta.FindStatusCondition(c.Status.Conditions, clusterv1.DeletingCondition)
-		if cond == nil || cond.Status != metav1.ConditionTrue || cond.Message != "waiting for 1 worker Machine to be deleted" {
+		if cond == nil || cond.Status != metav1.ConditionTrue || cond.Message != "waiting for 1 worker Machine (d-worker) to be deleted" {
 			return "Deleting condition does not say it waits for the worker"
 		}
 		return ""
@@ -104,4 +104,58 @@ func TestClusterDeletionOrder(t *testing.T) {
 	}
 	release(t, infra)
 	fixture.Eventually(t, "Cluster gone once nothing remains", 30*time.Second, func(context.Context) string { return fixture.Unless(!exists(t, cluster), "") })
+}
+
+// A reference to a kind no CRD defines names nothing that can exist: it
+// must not hold the deletion of the Cluster, nor of a Machine whose
+// bootstrap and infrastructure references name such kinds.
+func TestDeletionIsNotHeldByKindsWithoutCRD(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	missing := func(kind, name string) clusterv1.ContractVersionedObjectReference {
+		return clusterv1.ContractVersionedObjectReference{APIGroup: "nowhere.capstan.dev", Kind: kind, Name: name}
+	}
+	cluster := fixture.NewCluster(ns, "ghost")
+	cluster.Spec.InfrastructureRef = missing("GhostCluster", "ghost")
+	cluster.Spec.ControlPlaneRef = missing("GhostControlPlane", "ghost")
+	machine := &clusterv1.Machine{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ghost-m", Labels: map[string]string{clusterv1.ClusterNameLabel: "ghost"}},
+		Spec: clusterv1.MachineSpec{
+			ClusterName:       "ghost",
+			Bootstrap:         clusterv1.Bootstrap{ConfigRef: missing("GhostConfig", "ghost-m")},
+			InfrastructureRef: missing("GhostMachine", "ghost-m"),
+		},
+	}
+	fixture.Create(t, env.Client, cluster, machine)
+	key := client.ObjectKeyFromObject(cluster)
+	clusterCheck(t, key, func(c *clusterv1.Cluster) string {
+		return fixture.Unless(len(c.Finalizers) > 0, "no finalizer yet")
+	})
+	fixture.Eventually(t, "Machine finalizer", 30*time.Second, func(context.Context) string {
+		if !exists(t, machine) {
+			return "Machine gone"
+		}
+		return fixture.Unless(len(machine.Finalizers) > 0, "no finalizer yet")
+	})
+
+	if err := env.Client.Delete(ctx, cluster); err != nil {
+		t.Fatal(err)
+	}
+	fixture.Eventually(t, "Machine and Cluster gone", 30*time.Second, func(context.Context) string {
+		if exists(t, machine) {
+			return "Machine still there: " + conditionMessage(machine.Status.Conditions, clusterv1.DeletingCondition)
+		}
+		c := &clusterv1.Cluster{}
+		if err := env.Client.Get(ctx, key, c); err == nil {
+			return "Cluster still there: " + conditionMessage(c.Status.Conditions, clusterv1.DeletingCondition)
+		}
+		return ""
+	})
+}
+
+func conditionMessage(conds []metav1.Condition, t string) string {
+	if c := meta.FindStatusCondition(conds, t); c != nil {
+		return c.Reason + ": " + c.Message
+	}
+	return "no " + t + " condition"
 }

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/contract"
 	"capstan.dev/capstan/internal/drain"
 	"capstan.dev/capstan/internal/workload"
 )
@@ -218,10 +219,11 @@ func (r *Reconciler) waitForVolumes(ctx context.Context, s *scope) (time.Duratio
 func (r *Reconciler) deleteExternal(ctx context.Context, s *scope, ref clusterv1.ContractVersionedObjectReference) (bool, error) {
 	// Watched, so that the object going wakes the Machine.
 	obj, err := r.Resolver.GetWatched(ctx, r.Client, r.externalWatches, ref, s.machine.Namespace)
-	if apierrors.IsNotFound(err) {
-		return true, nil
+	if contract.Absent(err) {
+		return true, nil // gone, or of a kind no CRD defines: nothing to wait for
 	}
 	if err != nil {
+		s.deleting = fmt.Sprintf("cannot read %s %s: %v", ref.Kind, ref.Name, err)
 		return false, err
 	}
 	if obj.GetDeletionTimestamp().IsZero() {

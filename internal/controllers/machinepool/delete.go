@@ -2,7 +2,6 @@ package machinepool
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -166,8 +165,7 @@ func (r *Reconciler) deleteExternal(ctx context.Context, s *scope) ([]string, er
 			continue
 		}
 		obj, err := r.Resolver.GetWatched(ctx, r.Client, r.externalWatches, ref, mp.Namespace)
-		var notInstalled *contract.KindNotInstalledError
-		if apierrors.IsNotFound(err) || errors.As(err, &notInstalled) {
+		if contract.Absent(err) {
 			continue // nothing of a kind no CRD defines can exist
 		}
 		if err != nil {
