@@ -86,7 +86,11 @@ func Restore(ctx context.Context, dir string, target client.Client, o Options) e
 			restored++ // by an earlier run
 			continue
 		}
-		if d := differences(u, existing); len(d) > 0 {
+		// The snapshot's own objects, still live, are not to be restored
+		// over either: they differ from the snapshot's copies only by the
+		// pause the snapshot took, which differences leaves out.
+		original := string(existing.GetUID()) == u.GetAnnotations()[sourceUIDKey]
+		if d := differences(u, existing); len(d) > 0 || original {
 			conflicts = append(conflicts, keyOf(u).String())
 		}
 	}

@@ -29,6 +29,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,6 +63,9 @@ type Env struct {
 // Main starts a plane, stores it in *env, runs the package's tests and stops
 // the plane; it exits the process with the tests' code.
 func Main(m *testing.M, env **Env) {
+	// Clients log the API server's warnings through controller-runtime's
+	// logger; without one set, the first warning prints a stack trace.
+	ctrllog.SetLogger(logr.Discard())
 	e, err := Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "testenv:", err)
