@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -202,6 +204,10 @@ func TestTopologyClusterOnTheInMemoryProvider(t *testing.T) {
 		}
 		return runningMachines(ctx, c, 3)
 	})
+	// What `kubectl get clusters` shows of it: the class and the version.
+	if row := tableRow(t, planeConfig(t, p), "/apis/cluster.x-k8s.io/v1beta2/namespaces/default/clusters/topo"); row["ClusterClass"] != "sim" || row["Version"] != "v1.35.8" {
+		t.Errorf("kubectl get clusters columns %v, want ClusterClass sim and Version v1.35.8", row)
+	}
 	// Once up, the topology has nothing to apply: no server-side apply of
 	// an object (only the Machines' condition applies of their MachineSet
 	// go to a status) while the cluster runs on.
@@ -457,4 +463,39 @@ func referencedByMachineSet(t *testing.T, c client.Client, template string) bool
 		}
 	}
 	return false
+}
+
+// tableRow reads path as kubectl get does (the API server's Table form, its
+// columns from the CRD's printer columns) and returns the row's cells by
+// column name.
+func tableRow(t *testing.T, cfg *rest.Config, path string) map[string]any {
+	t.Helper()
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodGet, strings.TrimSuffix(cfg.Host, "/")+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	table := &metav1.Table{}
+	if err := json.NewDecoder(resp.Body).Decode(table); err != nil {
+		t.Fatal(err)
+	}
+	if len(table.Rows) != 1 {
+		t.Fatalf("GET %s as a table: %d rows, want 1", path, len(table.Rows))
+	}
+	row := map[string]any{}
+	for i, col := range table.ColumnDefinitions {
+		if i < len(table.Rows[0].Cells) {
+			row[col.Name] = table.Rows[0].Cells[i]
+		}
+	}
+	return row
 }
