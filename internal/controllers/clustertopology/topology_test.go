@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -326,6 +328,21 @@ func writes(t *testing.T, before bench.RequestCounts) (topology, clusters float6
 
 func scrape(t *testing.T) bench.RequestCounts {
 	t.Helper()
+	// The counts are the whole API server's: an earlier test's namespace
+	// still being deleted (its topology Clusters and their objects going)
+	// would count as this test's writes.
+	fx.Eventually(t, "no namespace of an earlier test terminating", wait, func(ctx context.Context) string {
+		namespaces := &corev1.NamespaceList{}
+		if err := env.Client.List(ctx, namespaces); err != nil {
+			return err.Error()
+		}
+		for _, ns := range namespaces.Items {
+			if !ns.DeletionTimestamp.IsZero() {
+				return "namespace " + ns.Name + " is terminating"
+			}
+		}
+		return ""
+	})
 	c, err := bench.ScrapeRequests(context.Background(), env.Config)
 	if err != nil {
 		t.Fatal(err)
