@@ -134,4 +134,3 @@ func (p *process) unplannedExits() int {
 	defer p.mu.Unlock()
 	return p.unplanned
 }
-
