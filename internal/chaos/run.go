@@ -66,6 +66,9 @@ type Result struct {
 	Clusters     int           `json:"clusters"`
 	ManagerKills int           `json:"managerKills"`
 	PlaneKills   int           `json:"planeKills"`
+	// KillsMidWork are the kills that found the run not at rest (a check
+	// just before found something to do): those that can break something.
+	KillsMidWork int `json:"killsMidWork"`
 	Phases       []PhaseResult `json:"phases"`
 	// Findings are what the last check found (none when the run
 	// converged), FindingsByKind their count.
@@ -193,6 +196,9 @@ func (r *run) faults(ctx context.Context, kills []Kill) error {
 	for _, k := range kills {
 		if err := sleep(ctx, k.After); err != nil {
 			return err
+		}
+		if s, err := r.snapshot(ctx); err == nil && len(Check(s, r.want)) > 0 {
+			r.res.KillsMidWork++
 		}
 		p := r.manager
 		if k.Target == Plane {
@@ -438,7 +444,7 @@ func NewSeed() int64 { return rand.Int64N(1 << 31) }
 // Table prints a result for people.
 func (r *Result) Table(w io.Writer) {
 	fmt.Fprintf(w, "Chaos run: seed %d, %d clusters, %.0fs\n", r.Seed, r.Clusters, r.Seconds)
-	fmt.Fprintf(w, "  kills:               %d manager, %d plane (%d restarts, %d unplanned)\n", r.ManagerKills, r.PlaneKills, r.Restarts, r.UnplannedRestarts)
+	fmt.Fprintf(w, "  kills:               %d manager, %d plane, %d of them mid-work (%d restarts, %d unplanned)\n", r.ManagerKills, r.PlaneKills, r.KillsMidWork, r.Restarts, r.UnplannedRestarts)
 	fmt.Fprintln(w, "  phases (seconds to converge from the first write / after the last fault):")
 	for _, p := range r.Phases {
 		state := "converged"

@@ -84,14 +84,8 @@ conflicts come from the API server's own apiserver_request_total.`,
 			}
 			res, err := bench.Run(cmd.Context(), cfg)
 			if res != nil {
-				if output == "json" {
-					enc := json.NewEncoder(cmd.OutOrStdout())
-					enc.SetIndent("", "  ")
-					if jerr := enc.Encode(res); jerr != nil {
-						return jerr
-					}
-				} else {
-					res.Table(cmd.OutOrStdout())
+				if perr := printResult(cmd.OutOrStdout(), output, res); perr != nil {
+					return perr
 				}
 			}
 			return err
@@ -155,14 +149,8 @@ anything was found.`,
 			defer cancel()
 			res, err := chaos.Run(ctx, cfg)
 			if res != nil {
-				if output == "json" {
-					enc := json.NewEncoder(cmd.OutOrStdout())
-					enc.SetIndent("", "  ")
-					if jerr := enc.Encode(res); jerr != nil {
-						return jerr
-					}
-				} else {
-					res.Table(cmd.OutOrStdout())
+				if perr := printResult(cmd.OutOrStdout(), output, res); perr != nil {
+					return perr
 				}
 			}
 			failed := err != nil || res == nil || len(res.Findings) > 0
@@ -194,4 +182,15 @@ anything was found.`,
 	f.BoolVar(&keepDir, "keep", false, "keep the run's directory (plane state, plane.log, manager.log) even when nothing was found")
 	f.StringVarP(&output, "output", "o", "table", "table or json")
 	return cmd
+}
+
+// printResult writes a benchmark's result as indented JSON or as its table.
+func printResult(w io.Writer, output string, res interface{ Table(io.Writer) }) error {
+	if output == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	res.Table(w)
+	return nil
 }
