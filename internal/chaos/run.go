@@ -62,13 +62,13 @@ type PhaseResult struct {
 
 // Result is what a run did and found.
 type Result struct {
-	Seed         int64         `json:"seed"`
-	Clusters     int           `json:"clusters"`
-	ManagerKills int           `json:"managerKills"`
-	PlaneKills   int           `json:"planeKills"`
+	Seed         int64 `json:"seed"`
+	Clusters     int   `json:"clusters"`
+	ManagerKills int   `json:"managerKills"`
+	PlaneKills   int   `json:"planeKills"`
 	// KillsMidWork are the kills that found the run not at rest (a check
 	// just before found something to do): those that can break something.
-	KillsMidWork int `json:"killsMidWork"`
+	KillsMidWork int           `json:"killsMidWork"`
 	Phases       []PhaseResult `json:"phases"`
 	// Findings are what the last check found (none when the run
 	// converged), FindingsByKind their count.
