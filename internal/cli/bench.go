@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"capstan.dev/capstan/internal/bench"
+	"capstan.dev/capstan/internal/chaos"
 )
 
 func init() { register(newBenchCommand) }
@@ -24,7 +26,7 @@ func newBenchCommand(_ *globals) *cobra.Command {
 		Use:   "bench",
 		Short: "Measure Capstan's controllers",
 	}
-	cmd.AddCommand(newBenchScaleCommand())
+	cmd.AddCommand(newBenchScaleCommand(), newBenchChaosCommand())
 	return cmd
 }
 
@@ -82,14 +84,8 @@ conflicts come from the API server's own apiserver_request_total.`,
 			}
 			res, err := bench.Run(cmd.Context(), cfg)
 			if res != nil {
-				if output == "json" {
-					enc := json.NewEncoder(cmd.OutOrStdout())
-					enc.SetIndent("", "  ")
-					if jerr := enc.Encode(res); jerr != nil {
-						return jerr
-					}
-				} else {
-					res.Table(cmd.OutOrStdout())
+				if perr := printResult(cmd.OutOrStdout(), output, res); perr != nil {
+					return perr
 				}
 			}
 			return err
@@ -105,4 +101,96 @@ conflicts come from the API server's own apiserver_request_total.`,
 	cmd.Flags().StringVar(&profile, "cpuprofile", "", "write this process's (the manager's) CPU profile to this file (go tool pprof)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Minute, "how long to wait for every Machine to be Running")
 	return cmd
+}
+
+func newBenchChaosCommand() *cobra.Command {
+	var (
+		cfg     chaos.Config
+		output  string
+		keepDir bool
+		timeout time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "chaos",
+		Short: "Kill the manager and the plane at random points while in-memory clusters are created, scaled, upgraded and deleted, then check that everything converged",
+		Long: `chaos starts a management plane (capstan up --controllers=false) and a separate
+capstan manager with the in-memory provider, then goes through four phases:
+create --clusters clusters (one control-plane machine, one worker), scale them
+to three control-plane machines and two workers, roll every cluster to the next
+patch version, and delete every other cluster. Meanwhile it kills the manager
+--kills times with SIGKILL at random points (spread over the phases, from
+--seed) and the plane --plane-kills times, starting each again. After each
+phase it waits until the checks find nothing: no duplicates (more Machines than
+wanted, two infrastructure or bootstrap objects per Machine), no orphans, no
+stuck finalizers, every remaining cluster Available at its version and counts.
+It prints the kills, each phase's time to converge, the findings by kind with
+the objects they name, the API writes and the restarts, and exits 1 when
+anything was found.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if output != "table" && output != "json" {
+				return fmt.Errorf("-o %q: use table or json", output)
+			}
+			if !cmd.Flags().Changed("seed") {
+				cfg.Seed = chaos.NewSeed()
+			}
+			bin, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			cfg.Binary = bin
+			if cfg.Dir, err = chaos.Dir(""); err != nil {
+				return err
+			}
+			if output == "table" {
+				cfg.Progress = cmd.ErrOrStderr()
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			res, err := chaos.Run(ctx, cfg)
+			if res != nil {
+				if perr := printResult(cmd.OutOrStdout(), output, res); perr != nil {
+					return perr
+				}
+			}
+			failed := err != nil || res == nil || len(res.Findings) > 0
+			if keepDir || failed {
+				fmt.Fprintf(cmd.ErrOrStderr(), "The run's plane state and logs (plane.log, manager.log) are in %s.\n", cfg.Dir)
+			} else {
+				_ = os.RemoveAll(cfg.Dir)
+			}
+			if err != nil {
+				return err
+			}
+			if len(res.Findings) > 0 {
+				return fmt.Errorf("the chaos run (seed %d) found %d problems; run it again with --seed %d", cfg.Seed, len(res.Findings), cfg.Seed)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&cfg.Clusters, "clusters", 50, "number of in-memory clusters; every other one is deleted in the last phase")
+	f.IntVar(&cfg.ManagerKills, "kills", 100, "how many times the manager is killed with SIGKILL, spread over the four phases")
+	f.IntVar(&cfg.PlaneKills, "plane-kills", 1, "how many times the plane (capstan up) is killed with SIGKILL")
+	f.Int64Var(&cfg.Seed, "seed", 0, "seed of the kill schedule (default: a random one, printed); the same seed gives the same schedule")
+	f.DurationVar(&cfg.Gaps.MinAfter, "min-gap", time.Second, "shortest wait before a kill")
+	f.DurationVar(&cfg.Gaps.MaxAfter, "max-gap", 5*time.Second, "longest wait before a kill")
+	f.DurationVar(&cfg.Gaps.MaxDown, "max-down", time.Second, "longest time a killed process stays down")
+	f.DurationVar(&cfg.MachineDelay, "machine-delay", 2*time.Second, "simulated boot of each machine (node, API server and etcd take a quarter of it each)")
+	f.DurationVar(&cfg.PhaseTimeout, "phase-timeout", 15*time.Minute, "how long each phase may take to converge")
+	f.DurationVar(&timeout, "timeout", 2*time.Hour, "how long the whole run may take")
+	f.BoolVar(&keepDir, "keep", false, "keep the run's directory (plane state, plane.log, manager.log) even when nothing was found")
+	f.StringVarP(&output, "output", "o", "table", "table or json")
+	return cmd
+}
+
+// printResult writes a benchmark's result as indented JSON or as its table.
+func printResult(w io.Writer, output string, res interface{ Table(io.Writer) }) error {
+	if output == "json" {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	res.Table(w)
+	return nil
 }
