@@ -51,55 +51,10 @@ func FuzzKubeconfigSecret(f *testing.F) {
 // certificate without its key, files named instead of data, a server that
 // is no URL, no current context, and YAML that is not a kubeconfig.
 var kubeconfigSeeds = []string{
-	`apiVersion: v1
-kind: Config
-clusters:
-- name: c1
-  cluster: {server: "https://127.0.0.1:6443", insecure-skip-tls-verify: true}
-users:
-- name: admin
-  user: {token: abc}
-contexts:
-- name: c1
-  context: {cluster: c1, user: admin}
-current-context: c1
-`,
-	`apiVersion: v1
-kind: Config
-clusters:
-- name: c1
-  cluster: {server: "https://127.0.0.1:6443", certificate-authority-data: bm90IGEgY2VydA==}
-users:
-- name: admin
-  user: {client-certificate-data: bm90IGEgY2VydA==}
-contexts:
-- name: c1
-  context: {cluster: c1, user: admin}
-current-context: c1
-`,
-	`apiVersion: v1
-kind: Config
-clusters:
-- name: c1
-  cluster: {server: "https://127.0.0.1:6443", certificate-authority: /nonexistent/ca.crt}
-users:
-- name: admin
-  user: {client-certificate: /nonexistent/a.crt, client-key: /nonexistent/a.key}
-contexts:
-- name: c1
-  context: {cluster: c1, user: admin}
-current-context: c1
-`,
-	`apiVersion: v1
-kind: Config
-clusters:
-- name: c1
-  cluster: {server: "ht tp://[::1", proxy-url: "::", tls-server-name: "x"}
-contexts:
-- name: c1
-  context: {cluster: c1}
-current-context: c1
-`,
+	seedKubeconfig(`server: "https://127.0.0.1:6443", insecure-skip-tls-verify: true`, `token: abc`),
+	seedKubeconfig(`server: "https://127.0.0.1:6443", certificate-authority-data: bm90IGEgY2VydA==`, `client-certificate-data: bm90IGEgY2VydA==`),
+	seedKubeconfig(`server: "https://127.0.0.1:6443", certificate-authority: /nonexistent/ca.crt`, `client-certificate: /nonexistent/a.crt, client-key: /nonexistent/a.key`),
+	seedKubeconfig(`server: "ht tp://[::1", proxy-url: "::", tls-server-name: "x"`, `username: a, password: b, token: c`),
 	"apiVersion: v1\nkind: Config\nclusters: [{name: c1, cluster: {server: https://a}}]\n",
 	"apiVersion: v1\nkind: Config\ncurrent-context: nope\n",
 	"",
@@ -107,4 +62,14 @@ current-context: c1
 	"- a\n- b\n",
 	"apiVersion: v1\nkind: Pod\nmetadata: {name: x}\n",
 	"clusters: 5\ncontexts: {a: b}\n",
+}
+
+// seedKubeconfig is a kubeconfig of one cluster, user and context, with the
+// cluster's and the user's fields as given (YAML flow-map entries).
+func seedKubeconfig(cluster, user string) string {
+	return "apiVersion: v1\nkind: Config\n" +
+		"clusters: [{name: c1, cluster: {" + cluster + "}}]\n" +
+		"users: [{name: admin, user: {" + user + "}}]\n" +
+		"contexts: [{name: c1, context: {cluster: c1, user: admin}}]\n" +
+		"current-context: c1\n"
 }
