@@ -126,13 +126,14 @@ func (o *backupOptions) backup(cmd *cobra.Command, g *globals) error {
 // snapshotObjects copies the Cluster API objects of --kubeconfig's cluster
 // through a private temporary directory.
 func (o *backupOptions) snapshotObjects(cmd *cobra.Command, g *globals) (backup.Files, string, error) {
-	cfg, err := (&mgmtTarget{kubeconfig: o.kubeconfig}).restConfig(g)
+	target := &mgmtTarget{kubeconfig: o.kubeconfig}
+	cfg, err := target.restConfig(g)
 	if err != nil {
 		return nil, "", err
 	}
 	c, err := moveClient(cfg)
 	if err != nil {
-		return nil, "", err
+		return nil, "", target.kubeconfigError(target.loadingRules(g), err)
 	}
 	tmp, err := os.MkdirTemp("", "capstan-backup-")
 	if err != nil {
@@ -185,7 +186,7 @@ func (o *backupOptions) restore(cmd *cobra.Command, g *globals) error {
 	}
 	meta, files, err := backup.Read(o.from, key)
 	if err != nil {
-		return err
+		return fmt.Errorf("--from: %w", err)
 	}
 	out := cmd.OutOrStdout()
 	switch {
@@ -213,13 +214,14 @@ func (o *backupOptions) restore(cmd *cobra.Command, g *globals) error {
 }
 
 func (o *backupOptions) restoreObjects(cmd *cobra.Command, g *globals, meta backup.Meta, files backup.Files) error {
-	cfg, err := (&mgmtTarget{kubeconfig: o.kubeconfig}).restConfig(g)
+	target := &mgmtTarget{kubeconfig: o.kubeconfig}
+	cfg, err := target.restConfig(g)
 	if err != nil {
 		return err
 	}
 	c, err := moveClient(cfg)
 	if err != nil {
-		return err
+		return target.kubeconfigError(target.loadingRules(g), err)
 	}
 	tmp, err := os.MkdirTemp("", "capstan-restore-")
 	if err != nil {

@@ -39,19 +39,9 @@ const fieldOwner = "capstan-cli"
 // cluster (its Cluster without the control plane the API refused) is
 // worse than none.
 func applyManifests(ctx context.Context, c client.Client, manifest string) error {
-	var objs []*unstructured.Unstructured
-	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(manifest), 4096)
-	for {
-		obj := &unstructured.Unstructured{}
-		if err := dec.Decode(&obj.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			return fmt.Errorf("reading the manifest: %w", err)
-		}
-		if len(obj.Object) > 0 {
-			objs = append(objs, obj)
-		}
+	objs, err := manifestObjects(manifest)
+	if err != nil {
+		return fmt.Errorf("reading the manifest: %w", err)
 	}
 	var refused []error
 	for _, obj := range objs {
@@ -76,6 +66,57 @@ func applyManifests(ctx context.Context, c client.Client, manifest string) error
 		applied = append(applied, obj.GetKind()+" "+obj.GetName())
 	}
 	return nil
+}
+
+// manifestObjects reads the objects of a multi-document YAML manifest. Every
+// document but an empty one must be an object: apiVersion, kind and
+// metadata.name strings, metadata.namespace a string if given. A value
+// that YAML reads as another type (a name such as 123, true or 2024-01-01
+// in a template that does not quote it) is an error naming the document,
+// not an object the API server would refuse later or, for a namespace,
+// put elsewhere.
+func manifestObjects(manifest string) ([]*unstructured.Unstructured, error) {
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(manifest), 4096)
+	for doc := 1; ; doc++ {
+		var raw any
+		if err := dec.Decode(&raw); err != nil {
+			if errors.Is(err, io.EOF) {
+				return objs, nil
+			}
+			return nil, fmt.Errorf("document %d: %w", doc, err)
+		}
+		if raw == nil {
+			continue
+		}
+		m, ok := raw.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("document %d is not a Kubernetes object (a YAML map)", doc)
+		}
+		if len(m) == 0 {
+			continue
+		}
+		obj := &unstructured.Unstructured{Object: m}
+		for _, f := range []struct {
+			path     []string
+			required bool
+		}{
+			{[]string{"apiVersion"}, true},
+			{[]string{"kind"}, true},
+			{[]string{"metadata", "name"}, true},
+			{[]string{"metadata", "namespace"}, false},
+		} {
+			v, found, err := unstructured.NestedFieldNoCopy(m, f.path...)
+			name := strings.Join(f.path, ".")
+			if err != nil || !found && f.required {
+				return nil, fmt.Errorf("document %d has no %s", doc, name)
+			}
+			if s, isString := v.(string); found && (!isString || s == "" && f.required) {
+				return nil, fmt.Errorf("document %d (%s): %s %v is not a string (quote the value, or the variable reference, in the template)", doc, obj.GetKind(), name, v)
+			}
+		}
+		objs = append(objs, obj)
+	}
 }
 
 // createWorkloadCluster applies a cluster from the template options to the

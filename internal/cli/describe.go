@@ -78,14 +78,22 @@ func (m *mgmtTarget) restConfig(g *globals) (*rest.Config, error) {
 	switch {
 	case err == nil:
 		return cfg, nil
-	case m.kubeconfig != "":
-		return nil, fmt.Errorf("--kubeconfig %s: %w", m.kubeconfig, err)
-	case rules.ExplicitPath != "":
-		return nil, fmt.Errorf("reading the capstan plane's kubeconfig %s: %w", rules.ExplicitPath, err)
-	case clientcmd.IsEmptyConfig(err):
+	case rules.ExplicitPath == "" && clientcmd.IsEmptyConfig(err):
 		return nil, fmt.Errorf("no management cluster: capstan is not running in %s (start it with capstan up), and neither --kubeconfig nor $KUBECONFIG names another", g.stateDir)
 	}
-	return nil, fmt.Errorf("reading the kubeconfig: %w", err)
+	return nil, m.kubeconfigError(rules, err)
+}
+
+// kubeconfigError says which kubeconfig err is about: the flag's, the
+// plane's or the one $KUBECONFIG names.
+func (m *mgmtTarget) kubeconfigError(rules *clientcmd.ClientConfigLoadingRules, err error) error {
+	switch {
+	case m.kubeconfig != "":
+		return fmt.Errorf("--kubeconfig %s: %w", m.kubeconfig, err)
+	case rules.ExplicitPath != "":
+		return fmt.Errorf("reading the capstan plane's kubeconfig %s: %w", rules.ExplicitPath, err)
+	}
+	return fmt.Errorf("reading the kubeconfig ($KUBECONFIG): %w", err)
 }
 
 func (m *mgmtTarget) client(g *globals) (client.Client, error) {
@@ -94,7 +102,12 @@ func (m *mgmtTarget) client(g *globals) (client.Client, error) {
 		return nil, err
 	}
 	cfg.Timeout = 30 * time.Second
-	return client.New(cfg, client.Options{Scheme: scheme.New()})
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		// A CA or client certificate that does not parse fails here.
+		return nil, m.kubeconfigError(m.loadingRules(g), err)
+	}
+	return c, nil
 }
 
 // describeClock is the time SINCE is measured to; tests fix it.
@@ -127,7 +140,7 @@ from the Machine's unless --echo.`,
 		Example: `  capstan describe cluster demo
   capstan describe cluster demo --show-conditions KubeadmControlPlane,Machine/demo-md-0-abcde
   capstan describe cluster demo --show-machinesets --grouping=false -o yaml`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !cmd.Flags().Changed("color") {
 				o.color = isTerminal(cmd.OutOrStdout()) && os.Getenv("NO_COLOR") == ""

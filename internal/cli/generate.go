@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"sort"
@@ -163,6 +164,13 @@ func (o *clusterTemplateOptions) render(name string) (string, error) {
 	if err := validateVariables(vars, value); err != nil {
 		return "", err
 	}
+	if _, err := manifestObjects(manifest); err != nil {
+		source := "the built-in template (--infrastructure " + o.infrastructure + ", --flavor " + o.flavor + ")"
+		if o.from != "" {
+			source = "--from " + o.from
+		}
+		return "", fmt.Errorf("%s does not render to Kubernetes objects: %w", source, err)
+	}
 	for _, c := range []struct {
 		variable string
 		into     *int
@@ -239,10 +247,15 @@ func validateVariables(used map[string]string, value func(string) string) error 
 		if !has(c.variable) {
 			continue
 		}
-		n, err := strconv.Atoi(value(c.variable))
+		text := value(c.variable)
+		n, err := strconv.Atoi(text)
 		switch {
-		case err != nil:
-			bad(c.variable, "must be a whole number")
+		// Only plain decimal digits: YAML reads 011 as the octal 9, and
+		// the count printed must be the count checked.
+		case err != nil || strconv.Itoa(n) != text:
+			bad(c.variable, "must be a whole number in plain decimal digits, such as 3")
+		case n > math.MaxInt32:
+			bad(c.variable, fmt.Sprintf("must be at most %d, the largest replica count the API takes", math.MaxInt32))
 		case n < c.min:
 			bad(c.variable, c.why)
 		case c.variable == varControlPlanes && n%2 == 0:
@@ -286,7 +299,7 @@ changes nothing) and a Cluster built from it through spec.topology.`,
   capstan generate cluster prod --flavor ha --worker-machine-count 3
   capstan generate cluster managed --flavor topology | kubectl apply -f -
   capstan generate cluster other --from my-template.yaml --list-variables`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
 			if listVariables {

@@ -23,7 +23,7 @@ import (
 // isolateTemplateVariables keeps the user's environment and config file out
 // of a generate test: the variables the templates use are unset and the
 // default config file is looked for in an empty directory.
-func isolateTemplateVariables(t *testing.T) string {
+func isolateTemplateVariables(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
 	t.Setenv("XDG_CONFIG_HOME", dir)

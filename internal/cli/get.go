@@ -25,7 +25,7 @@ func newGetCommand(g *globals) *cobra.Command {
 the Secret <NAME>-kubeconfig (key "value") next to the Cluster.`,
 		Example: `  capstan get kubeconfig demo > demo.kubeconfig
   kubectl --kubeconfig demo.kubeconfig get nodes`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := target.client(g)
 			if err != nil {

@@ -145,20 +145,20 @@ func printInventory(out io.Writer, res inventory.Result) {
 // targetClient is a client for the cluster of --kubeconfig, else of
 // $KUBECONFIG; it returns the kubeconfig's path for messages.
 func targetClient(kubeconfig string) (client.Client, string, error) {
-	path := kubeconfig
+	path, source := kubeconfig, "--kubeconfig"
 	if path == "" {
-		path = os.Getenv("KUBECONFIG")
+		path, source = os.Getenv("KUBECONFIG"), "$KUBECONFIG"
 	}
 	if path == "" {
 		return nil, "", errors.New("no cluster named: pass --kubeconfig FILE or set KUBECONFIG")
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
-		return nil, path, fmt.Errorf("kubeconfig %s: %w", path, err)
+		return nil, path, fmt.Errorf("%s %s: %w", source, path, err)
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
 	if err != nil {
-		return nil, path, fmt.Errorf("kubeconfig %s: %w", path, err)
+		return nil, path, fmt.Errorf("%s %s: %w", source, path, err)
 	}
 	return c, path, nil
 }

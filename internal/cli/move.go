@@ -109,7 +109,7 @@ func (o *moveOptions) run(cmd *cobra.Command, g *globals) error {
 	}
 	current, err := moveClient(cfg)
 	if err != nil {
-		return err
+		return source.kubeconfigError(source.loadingRules(g), err)
 	}
 	opts := move.Options{
 		Namespace: namespace, DryRun: o.dryRun, Out: cmd.OutOrStdout(),
@@ -125,7 +125,7 @@ func (o *moveOptions) run(cmd *cobra.Command, g *globals) error {
 			}
 			target, err := moveClient(cfg)
 			if err != nil {
-				return err
+				return fmt.Errorf("--to-kubeconfig %s: %w", o.toKubeconfig, err)
 			}
 			if o.undo {
 				return move.UndoToCluster(ctx, current, target, opts)

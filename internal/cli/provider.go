@@ -41,7 +41,7 @@ their own Deployment: clusterctl init --infrastructure NAME, or kubectl apply.`,
 		Example: `  capstan provider install infrastructure-dev --version v1.14.2 --components infrastructure-components.yaml
   POD_IP=127.0.0.1 ./manager --kubeconfig ~/.local/state/capstan/kubeconfig \
     --webhook-port 9443 --webhook-cert-dir ~/.local/state/capstan/providers/infrastructure-dev/certs`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Name = args[0]
 			o.Dir = filepath.Join(g.stateDir, "providers", o.Name)

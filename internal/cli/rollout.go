@@ -43,7 +43,7 @@ kcp/demo-control-plane.`,
 			Use:     op.name + " RESOURCE",
 			Short:   op.short,
 			Example: "  " + op.example,
-			Args:    cobra.ExactArgs(1),
+			Args:    exactArgs("RESOURCE"),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				ref, err := parseRolloutResource(args[0])
 				if err != nil {

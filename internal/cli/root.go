@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -76,4 +77,16 @@ var registered []func(*globals) *cobra.Command
 
 func register(newCommand func(*globals) *cobra.Command) {
 	registered = append(registered, newCommand)
+}
+
+// exactArgs is cobra.ExactArgs with an error that names the arguments the
+// command takes (its usage line's words), not only how many.
+func exactArgs(names ...string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) == len(names) {
+			return nil
+		}
+		return fmt.Errorf("%s takes %s (%d argument(s)); got %d: %q (see %s --help)",
+			cmd.CommandPath(), strings.Join(names, " "), len(names), len(args), args, cmd.CommandPath())
+	}
 }

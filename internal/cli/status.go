@@ -39,6 +39,9 @@ Exits 0 when it runs and answers, 1 when it runs but does not answer, 3 when it
 does not run.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if output != "" && output != "json" {
+				return fmt.Errorf("-o %q: use json, or leave it out for text", output)
+			}
 			r := collectStatus(cmd.Context(), g.dir())
 			out := cmd.OutOrStdout()
 			if output == "json" {

@@ -67,6 +67,9 @@ once the plane is ready and returns the shell; --foreground keeps it attached
 (for service managers). State, including every object, survives down and up.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.checkFlags(); err != nil {
+				return err
+			}
 			if _, err := scheduledBackups(g.dir(), o); err != nil {
 				return err
 			}
@@ -99,6 +102,21 @@ once the plane is ready and returns the shell; --foreground keeps it attached
 	cmd.Flags().IntVar(&o.notifyFD, "notify-fd", 0, "file descriptor to report readiness on (used by the detaching parent)")
 	_ = cmd.Flags().MarkHidden("notify-fd")
 	return cmd
+}
+
+// checkFlags refuses values no plane can start with, before one starts.
+func (o *upOptions) checkFlags() error {
+	var errs []error
+	if o.apiPort < 0 || o.apiPort > 65535 {
+		errs = append(errs, fmt.Errorf("--api-port %d: a port is 1 to 65535, or 0 for the one chosen on the first start", o.apiPort))
+	}
+	if o.timeout <= 0 {
+		errs = append(errs, fmt.Errorf("--timeout %s: must be more than 0, such as 5m", o.timeout))
+	}
+	if o.cluster != "" && o.clusterTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("--cluster-timeout %s: must be more than 0, such as 10m", o.clusterTimeout))
+	}
+	return errors.Join(errs...)
 }
 
 // runForeground runs the plane in this process until SIGINT or SIGTERM.

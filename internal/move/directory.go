@@ -1,14 +1,21 @@
 package move
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/validation/path"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -41,8 +48,21 @@ func fileID(k Key) string {
 
 // filesOf lists the files that hold k, whatever their batch.
 func filesOf(dir string, k Key) []string {
-	matches, _ := filepath.Glob(filepath.Join(dir, "*_"+fileID(k)+".yaml"))
+	matches, _ := filepath.Glob(filepath.Join(globEscape(dir), "*_"+globEscape(fileID(k))+".yaml"))
 	return matches
+}
+
+// globEscape makes s match itself in a glob pattern: a name such as "a*"
+// (Kubernetes allows it for some kinds) must not match other objects' files.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 type dirTarget struct{ dir string }
@@ -157,10 +177,63 @@ func readObject(path string) (*unstructured.Unstructured, error) {
 	if err := u.UnmarshalJSON(j); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	if u.IsList() {
+		return nil, fmt.Errorf("%s: a list, not one object: a move directory holds one object per file", path)
+	}
 	if u.GetKind() == "" || u.GetName() == "" {
 		return nil, fmt.Errorf("%s: not a Kubernetes object (no kind or name)", path)
 	}
+	if err := checkIdentity(u); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	return u, nil
+}
+
+// checkIdentity refuses an object whose metadata the API server would not
+// take, or whose name could not name its file: the getters of an
+// unstructured object read a namespace or an owner reference of the wrong
+// type as none, which would move the object as cluster-scoped or without
+// its owner; and a name holding a slash would write its copy elsewhere.
+func checkIdentity(u *unstructured.Unstructured) error {
+	meta, err := json.Marshal(u.Object["metadata"])
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(meta))
+	dec.DisallowUnknownFields()
+	var m metav1.ObjectMeta
+	if err := dec.Decode(&m); err != nil {
+		return fmt.Errorf("metadata: %w", err)
+	}
+	gv, err := schema.ParseGroupVersion(u.GetAPIVersion())
+	if err != nil {
+		return fmt.Errorf("apiVersion: %w", err)
+	}
+	var problems []string
+	if gv.Group != "" {
+		problems = append(problems, prefixed("apiVersion group", validation.IsDNS1123Subdomain(gv.Group))...)
+	}
+	if !validKind.MatchString(u.GetKind()) {
+		problems = append(problems, fmt.Sprintf("kind %q: letters and digits, starting with a letter", u.GetKind()))
+	}
+	if ns := u.GetNamespace(); ns != "" {
+		problems = append(problems, prefixed("metadata.namespace", validation.IsDNS1123Label(ns))...)
+	}
+	problems = append(problems, prefixed("metadata.name", path.IsValidPathSegmentName(u.GetName()))...)
+	if len(problems) > 0 {
+		return fmt.Errorf("not a valid object: %s", strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+var validKind = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*$`)
+
+func prefixed(what string, problems []string) []string {
+	out := make([]string, len(problems))
+	for i, p := range problems {
+		out[i] = what + ": " + p
+	}
+	return out
 }
 
 type dirSource struct{ dir, namespace string }
@@ -179,11 +252,16 @@ func (s *dirSource) objects(context.Context, bool) ([]*unstructured.Unstructured
 	}
 	sort.Strings(files)
 	var out []*unstructured.Unstructured
+	fileOf := map[Key]string{}
 	for _, f := range files {
 		u, err := readObject(f)
 		if err != nil {
 			return nil, err
 		}
+		if other, dup := fileOf[keyOf(u)]; dup {
+			return nil, fmt.Errorf("%s and %s both hold %s: remove the one that is not from the move", other, f, keyOf(u))
+		}
+		fileOf[keyOf(u)] = f
 		// Cluster-scoped objects come with every namespace's move, as
 		// they went (see discover).
 		if s.namespace == "" || u.GetNamespace() == s.namespace || u.GetNamespace() == "" {

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"capstan.dev/capstan/internal/move"
+	"capstan.dev/capstan/internal/testenv"
 	"capstan.dev/capstan/test/fixture"
 	"capstan.dev/capstan/test/provider"
 )
@@ -26,6 +27,12 @@ import (
 var planes *fixture.Planes
 
 func TestMain(m *testing.M) {
+	// A fuzzing run (go test -fuzz FuzzX) needs no planes: the fuzz
+	// targets move between directories, and every fuzz worker process
+	// would start its own two.
+	if testenv.Fuzzing() {
+		os.Exit(m.Run())
+	}
 	code := func() int {
 		ctx := context.Background()
 		p, stop, err := fixture.StartPlanes(ctx)

@@ -19,6 +19,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -63,6 +64,9 @@ type Env struct {
 // Main starts a plane, stores it in *env, runs the package's tests and stops
 // the plane; it exits the process with the tests' code.
 func Main(m *testing.M, env **Env) {
+	if Fuzzing() {
+		os.Exit(m.Run())
+	}
 	// Clients log the API server's warnings through controller-runtime's
 	// logger; without one set, the first warning prints a stack trace.
 	ctrllog.SetLogger(logr.Discard())
@@ -75,6 +79,18 @@ func Main(m *testing.M, env **Env) {
 	code := m.Run()
 	e.Stop()
 	os.Exit(code)
+}
+
+// Fuzzing tells whether the test binary runs a fuzz target (go test -fuzz
+// FuzzX), in its coordinator or one of its workers. Such a run starts no
+// plane: the fuzz targets need none, and every worker process would start
+// its own. Main leaves *env nil then; a TestMain of its own asks Fuzzing.
+func Fuzzing() bool {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	f := flag.Lookup("test.fuzz")
+	return f != nil && f.Value.String() != ""
 }
 
 // Start starts a plane on a fresh state directory.

@@ -31,6 +31,9 @@ import (
 var mgmt, wl *testenv.Env
 
 func TestMain(m *testing.M) {
+	if testenv.Fuzzing() { // the fuzz targets need no cluster
+		os.Exit(m.Run())
+	}
 	var wg sync.WaitGroup
 	var mgmtErr, wlErr error
 	wg.Go(func() { mgmt, mgmtErr = testenv.Start() })
