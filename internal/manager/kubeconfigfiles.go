@@ -6,18 +6,17 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	crmanager "sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/pause"
 )
 
 // kubeconfigFileSuffix ends the name of a workload cluster's kubeconfig
@@ -31,10 +30,14 @@ func ClusterKubeconfigPath(dir, name string) string {
 }
 
 // kubeconfigFiles removes a Cluster's kubeconfig file from dir once the
-// Cluster is gone, so that no credentials of a deleted cluster stay on disk.
-// Files carry the Cluster's name only: a file stays while a Cluster of that
-// name remains in any namespace. It reads the cache and writes nothing to
-// the API.
+// Cluster is deleted, so that no credentials of a deleted cluster stay on
+// disk. A Cluster that goes while paused is not deleted but moved
+// elsewhere (`capstan move` pauses, then removes the source's copy): its
+// cluster lives on, and so does its file. For that reason nothing is swept
+// at start either: a file whose Cluster went while no manager watched may
+// be a moved cluster's. Files carry the Cluster's name only: a file stays
+// while a Cluster of that name remains in any namespace. It reads the cache
+// and writes nothing to the API.
 type kubeconfigFiles struct {
 	client client.Reader
 	dir    string
@@ -42,27 +45,22 @@ type kubeconfigFiles struct {
 
 func setupKubeconfigFiles(mgr ctrl.Manager, dir string) error {
 	r := &kubeconfigFiles{client: mgr.GetClient(), dir: dir}
-	// Only deletions matter; a Cluster deleted while no manager ran is
-	// found by the sweep at start.
-	onlyDeletes := predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return false },
-		UpdateFunc:  func(event.UpdateEvent) bool { return false },
+	deletedNotMoved := predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		UpdateFunc: func(event.UpdateEvent) bool { return false },
+		DeleteFunc: func(e event.DeleteEvent) bool {
+			c, ok := e.Object.(*clusterv1.Cluster)
+			if !ok {
+				return false
+			}
+			paused, _ := pause.Check(c, c)
+			return !paused
+		},
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
-	if err := ctrl.NewControllerManagedBy(mgr).Named("clusterkubeconfigfile").
-		For(&clusterv1.Cluster{}, builder.WithPredicates(onlyDeletes)).
-		Complete(r); err != nil {
-		return err
-	}
-	return mgr.Add(crmanager.RunnableFunc(func(ctx context.Context) error {
-		if !mgr.GetCache().WaitForCacheSync(ctx) {
-			return nil
-		}
-		if err := r.sweep(ctx); err != nil {
-			mgr.GetLogger().Error(err, "Removing the kubeconfig files of deleted Clusters", "dir", dir)
-		}
-		return nil
-	}))
+	return ctrl.NewControllerManagedBy(mgr).Named("clusterkubeconfigfile").
+		For(&clusterv1.Cluster{}, builder.WithPredicates(deletedNotMoved)).
+		Complete(r)
 }
 
 func (r *kubeconfigFiles) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -78,28 +76,6 @@ func (r *kubeconfigFiles) Reconcile(ctx context.Context, req reconcile.Request) 
 		return reconcile.Result{}, nil
 	}
 	return reconcile.Result{}, r.remove(ctx, req.Name)
-}
-
-// sweep removes the files of Clusters that were deleted while no manager
-// watched.
-func (r *kubeconfigFiles) sweep(ctx context.Context) error {
-	entries, err := os.ReadDir(r.dir)
-	if err != nil {
-		return err
-	}
-	names, err := r.clusterNames(ctx)
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, e := range entries {
-		name, ok := strings.CutSuffix(e.Name(), kubeconfigFileSuffix)
-		if !ok || name == "" || !e.Type().IsRegular() || names[name] {
-			continue
-		}
-		errs = append(errs, r.remove(ctx, name))
-	}
-	return errors.Join(errs...)
 }
 
 func (r *kubeconfigFiles) clusterNames(ctx context.Context) (map[string]bool, error) {
