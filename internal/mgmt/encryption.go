@@ -1,14 +1,23 @@
 package mgmt
 
 import (
+	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	apiserverv1 "k8s.io/apiserver/pkg/apis/apiserver/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/yaml"
 
 	"capstan.dev/capstan/internal/atomicfile"
@@ -57,4 +66,63 @@ func (p pki) ensureEncryptionConfig() error {
 		return err
 	}
 	return atomicfile.WriteFile(p.encryptionConfig(), body, 0o600)
+}
+
+// secretsKeyPrefix is where the API server keeps Secrets in etcd.
+const secretsKeyPrefix = "/registry/secrets/"
+
+// encryptPlainSecrets rewrites, through the API server, every Secret etcd
+// still holds in plain text — stored by a plane from before it had a key —
+// so that each is encrypted now rather than at its next change, which may
+// never come. A Secret already encrypted costs no write: the values are
+// read from etcd first, and only unencrypted ones are updated (an update
+// that changes nothing still stores the object when the API server read it
+// through the identity provider). It returns how many it rewrote.
+func (d StateDir) encryptPlainSecrets(ctx context.Context, ports Ports, admin *rest.Config) (int, error) {
+	etcd, err := d.etcdClient(ports)
+	if err != nil {
+		return 0, err
+	}
+	defer etcd.Close()
+	stored, err := etcd.Get(ctx, secretsKeyPrefix, clientv3.WithPrefix())
+	if err != nil {
+		return 0, fmt.Errorf("reading the stored Secrets: %w", err)
+	}
+	var plain []types.NamespacedName
+	for _, kv := range stored.Kvs {
+		if bytes.HasPrefix(kv.Value, []byte("k8s:enc:")) {
+			continue
+		}
+		namespace, name, ok := strings.Cut(strings.TrimPrefix(string(kv.Key), secretsKeyPrefix), "/")
+		if !ok {
+			continue
+		}
+		plain = append(plain, types.NamespacedName{Namespace: namespace, Name: name})
+	}
+	if len(plain) == 0 {
+		return 0, nil
+	}
+	secrets, err := kubernetes.NewForConfig(admin)
+	if err != nil {
+		return 0, err
+	}
+	rewritten := 0
+	for _, key := range plain {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			s, err := secrets.CoreV1().Secrets(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			_, err = secrets.CoreV1().Secrets(key.Namespace).Update(ctx, s, metav1.UpdateOptions{})
+			return err
+		})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return rewritten, fmt.Errorf("encrypting Secret %s: %w", key, err)
+		default:
+			rewritten++
+		}
+	}
+	return rewritten, nil
 }

@@ -44,7 +44,7 @@ func TestEncryptionConfigIsMadeOnceAndPrivate(t *testing.T) {
 
 // A Secret written through the plane's API server is stored encrypted in
 // its etcd, and a Secret stored in plain text (by a plane from before
-// encryption) is still read.
+// encryption) is still read, and encrypted by the next start of the plane.
 func TestSecretsAreEncryptedAtRest(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a management plane")
@@ -113,5 +113,27 @@ func TestSecretsAreEncryptedAtRest(t *testing.T) {
 	}
 	if string(got.Data["password"]) != plaintext {
 		t.Errorf("the Secret stored before encryption reads %q, want %q", got.Data["password"], plaintext)
+	}
+
+	// A starting plane encrypts what it finds in plain text, once.
+	rewritten, err := dir.encryptPlainSecrets(ctx, ports, env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rewritten != 1 {
+		t.Errorf("encryptPlainSecrets rewrote %d Secrets, want 1 (the legacy one)", rewritten)
+	}
+	res, err = etcd.Get(ctx, "/registry/secrets/"+ns+"/legacy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Kvs) != 1 || bytes.Contains(res.Kvs[0].Value, []byte(plaintext)) || !bytes.HasPrefix(res.Kvs[0].Value, []byte("k8s:enc:")) {
+		t.Errorf("after encryptPlainSecrets etcd holds the legacy Secret as %.40q…, want it encrypted", res.Kvs[0].Value)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "legacy"}, got); err != nil || string(got.Data["password"]) != plaintext {
+		t.Errorf("the re-encrypted Secret reads %q (%v), want %q", got.Data["password"], err, plaintext)
+	}
+	if again, err := dir.encryptPlainSecrets(ctx, ports, env.Config); err != nil || again != 0 {
+		t.Errorf("a second pass rewrote %d Secrets (%v), want 0: nothing is left in plain text", again, err)
 	}
 }

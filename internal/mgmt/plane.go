@@ -147,6 +147,9 @@ func Start(ctx context.Context, opts Options) (_ *Plane, err error) {
 	if err := InstallCRDs(ctx, p.Admin); err != nil {
 		return nil, err
 	}
+	if _, err := dir.encryptPlainSecrets(ctx, p.Ports, p.Admin); err != nil {
+		return nil, err
+	}
 	if opts.Inventory != nil {
 		if err := recordInventory(ctx, p.Admin, *opts.Inventory); err != nil {
 			return nil, err

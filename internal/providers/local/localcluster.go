@@ -124,7 +124,7 @@ func (r *clusterReconciler) reconcileLoadBalancer(ctx context.Context, lc *local
 	lc.Status.LoadBalancer.Dir = dir
 	for _, d := range []string{dir, machinesDir} {
 		// The cluster's machines and load balancer are its owner's alone.
-		if err := os.MkdirAll(d, 0o700); err != nil {
+		if err := machinedir.PrivateDir(d); err != nil {
 			return ctrl.Result{}, err
 		}
 	}

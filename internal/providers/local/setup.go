@@ -21,6 +21,7 @@ import (
 	localv1 "capstan.dev/capstan/api/infrastructure/local/v1beta2"
 	"capstan.dev/capstan/internal/kit"
 	"capstan.dev/capstan/internal/patch"
+	"capstan.dev/capstan/internal/providers/local/machinedir"
 	"capstan.dev/capstan/internal/providers/pool"
 )
 
@@ -58,7 +59,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if err != nil {
 		return fmt.Errorf("local provider: directory %s: %w", o.Dir, err)
 	}
-	if err := os.MkdirAll(root, 0o700); err != nil {
+	if err := machinedir.PrivateDir(root); err != nil {
 		return fmt.Errorf("local provider: creating %s: %w", root, err)
 	}
 	binary := o.Binary

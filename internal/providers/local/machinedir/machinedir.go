@@ -80,7 +80,7 @@ func ReadMachine(dir string) (Machine, error) {
 // left alone, since the manager writes them on every reconcile and the
 // machine's process may be reading them.
 func WriteMachine(dir string, m Machine, bootstrapData []byte) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := PrivateDir(dir); err != nil {
 		return err
 	}
 	raw, err := json.MarshalIndent(m, "", "  ")
@@ -92,6 +92,23 @@ func WriteMachine(dir string, m Machine, bootstrapData []byte) error {
 	}
 	if err := atomicfile.WriteFileIfChanged(filepath.Join(dir, BootstrapDataFile), bootstrapData, 0o600); err != nil {
 		return fmt.Errorf("writing %s: %w", BootstrapDataFile, err)
+	}
+	return nil
+}
+
+// PrivateDir creates dir, and any missing parent, for its owner alone
+// (0700), and takes group and other access away from a dir that exists
+// already: directories made by older versions were 0755.
+func PrivateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if fi.Mode().Perm() != 0o700 {
+		return os.Chmod(dir, 0o700)
 	}
 	return nil
 }
