@@ -15,6 +15,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -32,7 +34,9 @@ type fleet struct {
 
 func (f fleet) String() string { return f.cluster + "\n  " + strings.Join(f.machines, "\n  ") }
 
-func fleetOf(ctx context.Context, c client.Client, name string) (fleet, error) {
+// fleetOf reads the fleet of cluster name, whose infrastructure machines are
+// of infraKind (InMemoryMachine, LocalMachine).
+func fleetOf(ctx context.Context, c client.Client, name, infraKind string) (fleet, error) {
 	var f fleet
 	cl := &clusterv1.Cluster{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, cl); err != nil {
@@ -48,13 +52,13 @@ func fleetOf(ctx context.Context, c client.Client, name string) (fleet, error) {
 	}
 	infra := &unstructured.UnstructuredList{}
 	infra.SetAPIVersion("infrastructure.cluster.x-k8s.io/v1beta2")
-	infra.SetKind("InMemoryMachineList")
+	infra.SetKind(infraKind + "List")
 	if err := c.List(ctx, infra, client.InNamespace("default")); err != nil {
 		return f, err
 	}
 	for _, m := range infra.Items {
 		id, _, _ := unstructured.NestedString(m.Object, "spec", "providerID")
-		f.machines = append(f.machines, fmt.Sprintf("InMemoryMachine/%s=%s %s", m.GetName(), m.GetUID(), id))
+		f.machines = append(f.machines, fmt.Sprintf("%s/%s=%s %s", infraKind, m.GetName(), m.GetUID(), id))
 	}
 	sort.Strings(f.machines)
 	return f, nil
@@ -109,7 +113,7 @@ func TestBackupRestoreCarriesOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitAvailable(t, c, "keep")
-	before, err := fleetOf(ctx, c, "keep")
+	before, err := fleetOf(ctx, c, "keep", "InMemoryMachine")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,42 +180,98 @@ func TestBackupRestoreCarriesOn(t *testing.T) {
 	// The restored status says Available from the start; the simulated
 	// machines' Nodes come back only once the new plane's provider boots
 	// them again, which is what shows that the machines carry on.
-	fixture.Eventually(t, "the workload cluster's two Nodes Ready again", 5*time.Minute, func(ctx context.Context) string {
-		kubeconfig, code := capstan(t, "get", "kubeconfig", "keep", "--kubeconfig", filepath.Join(q.dir, "kubeconfig"))
-		if code != 0 {
-			return kubeconfig
-		}
-		cfg, err := clientcmd.RESTConfigFromKubeConfig([]byte(kubeconfig))
-		if err != nil {
-			return err.Error()
-		}
-		cfg.Timeout = 5 * time.Second
-		workload, err := client.New(cfg, client.Options{})
-		if err != nil {
-			return err.Error()
-		}
-		nodes := &corev1.NodeList{}
-		if err := workload.List(ctx, nodes); err != nil {
-			return err.Error()
-		}
-		ready := 0
-		for _, n := range nodes.Items {
-			for _, cond := range n.Status.Conditions {
-				if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
-					ready++
-				}
-			}
-		}
-		return fixture.Unless(ready == 2, fmt.Sprintf("%d of %d Nodes Ready", ready, len(nodes.Items)))
-	})
+	waitReadyNodes(t, workloadOf(t, q, "keep"), 2, 5*time.Minute)
 	waitAvailable(t, c, "keep")
-	after, err := fleetOf(ctx, c, "keep")
+	after, err := fleetOf(ctx, c, "keep", "InMemoryMachine")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if after.String() != before.String() {
 		t.Errorf("the restored cluster is not made of the same objects:\nbefore %s\nafter  %s", before, after)
 	}
+}
+
+// workloadOf is a client of plane p's workload cluster name, through the
+// kubeconfig `capstan get kubeconfig` gives.
+func workloadOf(t *testing.T, p *plane, name string) kubernetes.Interface {
+	t.Helper()
+	kubeconfig, code := capstan(t, "get", "kubeconfig", name, "--kubeconfig", filepath.Join(p.dir, "kubeconfig"))
+	if code != 0 {
+		t.Fatalf("capstan get kubeconfig %s exited %d:\n%s", name, code, kubeconfig)
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig([]byte(kubeconfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Timeout = 5 * time.Second
+	return kubernetes.NewForConfigOrDie(cfg)
+}
+
+// A local cluster whose machines live in a --local-dir of their own outlives
+// the loss of the plane's state directory: restored from a snapshot into a
+// new directory, the plane finds the same machine processes (none restarted
+// or created again), the same objects (same UIDs), and drives them on — a
+// worker added after the restore joins.
+func TestBackupRestoreLocalMachinesCarryOn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a local workload cluster")
+	}
+	ctx := context.Background()
+	p := newPlane(t)
+	localDir := filepath.Join(t.TempDir(), "machines")
+	t.Cleanup(func() { killProcessesUnder(localDir) })
+	if out, code := capstan(t, "up", "--state-dir", p.dir, "--local-dir", localDir, "--cluster", "kept",
+		"--worker-machine-count", "1", "--cluster-timeout", "5m"); code != 0 {
+		t.Fatalf("capstan up --cluster exited %d:\n%s\nlog:\n%s", code, out, tail(p.log(), 60))
+	}
+	pids := movePIDs(t, localDir)
+	if len(pids) != 3 {
+		t.Fatalf("want 2 machines and a load balancer running, found %v", pids)
+	}
+	before, err := fleetOf(ctx, p.client(), "kept", "LocalMachine")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snapshot := filepath.Join(t.TempDir(), "plane.backup")
+	if out, code := capstan(t, "backup", "--state-dir", p.dir, "--to", snapshot); code != 0 {
+		t.Fatalf("backup exited %d:\n%s", code, out)
+	}
+
+	p.down()
+	if err := os.RemoveAll(p.dir); err != nil {
+		t.Fatal(err)
+	}
+	q := newPlane(t)
+	if out, code := capstan(t, "restore", "--from", snapshot, "--state-dir", q.dir); code != 0 {
+		t.Fatalf("restore exited %d:\n%s", code, out)
+	}
+	if out, code := capstan(t, "up", "--state-dir", q.dir, "--local-dir", localDir); code != 0 {
+		t.Fatalf("capstan up of the restored plane exited %d:\n%s\nlog:\n%s", code, out, tail(q.log(), 60))
+	}
+	c := q.client()
+	waitAvailable(t, c, "kept")
+	workload := workloadOf(t, q, "kept")
+	waitReadyNodes(t, workload, 2, 5*time.Minute)
+	expectSamePIDs(t, localDir, pids)
+	after, err := fleetOf(ctx, c, "kept", "LocalMachine")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.String() != before.String() {
+		t.Errorf("the restored cluster is not made of the same objects:\nbefore %s\nafter  %s", before, after)
+	}
+
+	// The restored plane drives the machines on: one more worker joins.
+	mds := &clusterv1.MachineDeploymentList{}
+	if err := c.List(ctx, mds, client.InNamespace("default"), client.MatchingLabels{clusterv1.ClusterNameLabel: "kept"}); err != nil || len(mds.Items) != 1 {
+		t.Fatalf("want the cluster's one MachineDeployment, have %d (%v)", len(mds.Items), err)
+	}
+	md := &mds.Items[0]
+	if err := c.Patch(ctx, md, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":2}}`))); err != nil {
+		t.Fatal(err)
+	}
+	waitReadyNodes(t, workload, 3, 5*time.Minute)
+	expectSamePIDs(t, localDir, pids)
 }
 
 // `backup --kubeconfig` snapshots another management cluster's Cluster API
