@@ -2,6 +2,8 @@ package clustertopology
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -167,6 +169,10 @@ type scope struct {
 	// applied are the objects as this reconcile applied them (or found
 	// them needing nothing), whose references count as in use.
 	applied []*unstructured.Unstructured
+	// changed lists, by event reason, the objects this reconcile created,
+	// updated or deleted ("KubeadmControlPlane demo-x"): one event per
+	// reason says them all (reportChanges).
+	changed map[string][]string
 }
 
 // Reconcile brings one Cluster's topology objects in line with its
@@ -184,6 +190,7 @@ func (r *Reconciler) scope(_ context.Context, cluster *clusterv1.Cluster) (*scop
 }
 
 func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
+	defer r.reportChanges(s)
 	if s.paused, s.pauseWhy = pause.Check(s.cluster, s.cluster); s.paused {
 		return ctrl.Result{}, nil
 	}
@@ -208,6 +215,44 @@ func (r *Reconciler) run(ctx context.Context, s *scope) (ctrl.Result, error) {
 // missingRetry is how soon a topology looks again for an object it reads
 // that does not exist yet and whose creation would not wake it.
 const missingRetry = 10 * time.Second
+
+// changeVerbs are the reasons of reportChanges' events, in the order they
+// are reported, with the verb that starts each note.
+var changeVerbs = []struct{ reason, action, verb string }{
+	{createdReason, "Create", "Created"},
+	{updatedReason, "Update", "Updated"},
+	{deletedReason, "Delete", "Deleted"},
+}
+
+// changedMax bounds how many objects one event names.
+const changedMax = 10
+
+// noteChange remembers that this reconcile did reason to an object.
+func (s *scope) noteChange(reason, kind, name string) {
+	if s.changed == nil {
+		s.changed = map[string][]string{}
+	}
+	s.changed[reason] = append(s.changed[reason], kind+" "+name)
+}
+
+// reportChanges records one event per kind of change this reconcile made,
+// naming every object it concerns. One event per object would cost a
+// write each for a new cluster, and the events API folds events of the
+// same reason into one series whose note is the first one's, so the names
+// after the first would be lost anyway.
+func (r *Reconciler) reportChanges(s *scope) {
+	for _, v := range changeVerbs {
+		objs := s.changed[v.reason]
+		if len(objs) == 0 {
+			continue
+		}
+		note := strings.Join(objs, ", ")
+		if len(objs) > changedMax {
+			note = fmt.Sprintf("%s and %d more", strings.Join(objs[:changedMax], ", "), len(objs)-changedMax)
+		}
+		r.event(s.cluster, "Normal", v.reason, v.action, "%s %s", v.verb, note)
+	}
+}
 
 func (r *Reconciler) event(regarding client.Object, eventType, reason, action, note string, args ...any) {
 	if r.Recorder != nil {

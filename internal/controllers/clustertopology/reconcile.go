@@ -340,9 +340,9 @@ func (r *Reconciler) applyTracked(ctx context.Context, s *scope, obj, current cl
 	if res.written {
 		s.written = append(s.written, res.obj)
 		if current == nil {
-			r.event(s.cluster, "Normal", createdReason, "Create", "Created %s %s", res.obj.GetKind(), res.obj.GetName())
+			s.noteChange(createdReason, res.obj.GetKind(), res.obj.GetName())
 		} else {
-			r.event(s.cluster, "Normal", updatedReason, "Update", "Updated %s %s", res.obj.GetKind(), res.obj.GetName())
+			s.noteChange(updatedReason, res.obj.GetKind(), res.obj.GetName())
 		}
 	}
 	s.applied = append(s.applied, res.obj)
@@ -355,7 +355,7 @@ func (r *Reconciler) delete(ctx context.Context, s *scope, obj client.Object) er
 		return fmt.Errorf("deleting %s %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName(), err)
 	}
 	ctrl.LoggerFrom(ctx).Info("deleted topology object", "kind", obj.GetObjectKind().GroupVersionKind().Kind, "name", obj.GetName())
-	r.event(s.cluster, "Normal", deletedReason, "Delete", "Deleted %s %s", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName())
+	s.noteChange(deletedReason, obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName())
 	return nil
 }
 

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	eventsv1 "k8s.io/api/events/v1"
+
 	corev1 "k8s.io/api/core/v1"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -412,6 +414,29 @@ func TestAppliesStateInOrderAndReapplyingWritesNothing(t *testing.T) {
 			t.Errorf("MachineDeployment %s was not applied by %s: %+v", name, clustertopology.FieldManager, m.ManagedFields)
 		}
 	}
+
+	// One event names everything the topology created.
+	fx.Eventually(t, "one TopologyCreate event naming every object made", wait, func(ctx context.Context) string {
+		list := &eventsv1.EventList{}
+		if err := env.Client.List(ctx, list, client.InNamespace(f.ns)); err != nil {
+			return err.Error()
+		}
+		var notes []string
+		for _, e := range list.Items {
+			if e.Reason == "TopologyCreate" && e.Regarding.Name == "c" {
+				notes = append(notes, e.Note)
+			}
+		}
+		if len(notes) != 1 {
+			return fmt.Sprintf("%d TopologyCreate events: %q", len(notes), notes)
+		}
+		for _, want := range []string{provider.InfraCluster.Kind + " c-infra", provider.ControlPlane.Kind + " c-cp", "MachineDeployment c-"} {
+			if !strings.Contains(notes[0], want) {
+				return fmt.Sprintf("the event %q does not name %q", notes[0], want)
+			}
+		}
+		return ""
+	})
 
 	// Nothing changes: a reconcile writes nothing, to the objects or to
 	// the Cluster (beyond the test's own poke).
