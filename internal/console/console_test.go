@@ -494,4 +494,3 @@ func (b *browser) stream(t *testing.T, path string) <-chan sseEvent {
 	t.Cleanup(func() { cancel(); <-done })
 	return events
 }
-
