@@ -1,6 +1,7 @@
 package console
 
 import (
+	"compress/gzip"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -11,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -321,6 +323,30 @@ func (s *Server) changing(next http.HandlerFunc) http.HandlerFunc {
 func (s *Server) handleSession(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"user": s.session.User, "server": s.session.Server,
 		"context": s.session.Context, "csrfToken": s.csrfToken})
+}
+
+// compressAbove is the size from which a JSON answer is sent gzipped to a
+// browser that accepts it: the fleet of a thousand clusters shrinks about
+// tenfold.
+const compressAbove = 16 << 10
+
+// writeLargeJSON is writeJSON for answers that may be large.
+func writeLargeJSON(w http.ResponseWriter, r *http.Request, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Add("Vary", "Accept-Encoding")
+	if len(data) < compressAbove || !strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+		_, _ = w.Write(data)
+		return
+	}
+	w.Header().Set("Content-Encoding", "gzip")
+	zw, _ := gzip.NewWriterLevel(w, gzip.BestSpeed)
+	_, _ = zw.Write(data)
+	_ = zw.Close()
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
