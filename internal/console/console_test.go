@@ -394,6 +394,48 @@ func TestConsole(t *testing.T) {
 		}
 	})
 
+	t.Run("topology", func(t *testing.T) {
+		// A managed Cluster is scaled and restarted through its topology:
+		// its controller would put a changed MachineDeployment back.
+		ctx := context.Background()
+		topo := fixture.NewCluster(ns, "topo")
+		topo.Spec.Topology = clusterv1.Topology{ClassRef: clusterv1.ClusterClassRef{Name: "none"}, Version: "v1.35.0",
+			ControlPlane: clusterv1.ControlPlaneTopology{Replicas: ptr.To[int32](1)},
+			Workers: clusterv1.WorkersTopology{MachineDeployments: []clusterv1.MachineDeploymentTopology{
+				{Class: "default", Name: "md-a", Replicas: ptr.To[int32](1)}, {Class: "default", Name: "md-b", Replicas: ptr.To[int32](1)}}}}
+		inTopo := map[string]string{clusterv1.ClusterNameLabel: "topo", clusterv1.ClusterTopologyMachineDeploymentNameLabel: "md-b"}
+		md := &clusterv1.MachineDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "topo-md-b-x1", Labels: inTopo},
+			Spec: clusterv1.MachineDeploymentSpec{ClusterName: "topo", Replicas: ptr.To[int32](1),
+				Selector: metav1.LabelSelector{MatchLabels: inTopo},
+				Template: clusterv1.MachineTemplateSpec{ObjectMeta: clusterv1.ObjectMeta{Labels: inTopo}, Spec: clusterv1.MachineSpec{
+					ClusterName: "topo", Version: "v1.35.0", Bootstrap: clusterv1.Bootstrap{DataSecretName: ptr.To("none")},
+					InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: inmemoryv1.GroupVersion.Group, Kind: "InMemoryMachine", Name: "x"}}}}}
+		fixture.Create(t, env.Client, topo, md)
+		path := "/api/clusters/" + ns + "/topo"
+		if status, reply := b.post(path+"/scale", map[string]any{"kind": "MachineDeployment", "name": md.Name, "replicas": 4}); status != http.StatusOK {
+			t.Fatalf("scale: %d %+v", status, reply)
+		}
+		if status, reply := b.post(path+"/scale", map[string]any{"kind": "ControlPlane", "name": "", "replicas": 3}); status != http.StatusOK {
+			t.Fatalf("scale the control plane: %d %+v", status, reply)
+		}
+		if status, reply := b.post(path+"/rollout-restart", map[string]any{"kind": "MachineDeployment", "name": md.Name}); status != http.StatusOK {
+			t.Fatalf("restart: %d %+v", status, reply)
+		}
+		got := &clusterv1.Cluster{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(topo), got); err != nil {
+			t.Fatal(err)
+		}
+		workers := got.Spec.Topology.Workers.MachineDeployments
+		if ptr.Deref(workers[1].Replicas, 0) != 4 || ptr.Deref(workers[0].Replicas, 0) != 1 || workers[1].Rollout.After.IsZero() || !workers[0].Rollout.After.IsZero() ||
+			ptr.Deref(got.Spec.Topology.ControlPlane.Replicas, 0) != 3 {
+			t.Errorf("topology after scaling md-b to 4, the control plane to 3 and restarting md-b: %+v", got.Spec.Topology)
+		}
+		after := &clusterv1.MachineDeployment{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(md), after); err != nil || after.Generation != 1 {
+			t.Errorf("the topology's MachineDeployment itself was changed: generation %d (%v)", after.Generation, err)
+		}
+	})
+
 	t.Run("restricted user", func(t *testing.T) {
 		viewer := restrictedUser(t, ns)
 		_, vb := startConsole(t, viewer)
