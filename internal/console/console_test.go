@@ -28,7 +28,7 @@ import (
 
 // browser is a signed-in console session, as a browser holds it.
 type browser struct {
-	t    *testing.T
+	t    testing.TB
 	base string
 	http *http.Client
 	csrf string
@@ -36,7 +36,7 @@ type browser struct {
 
 // startConsole runs a console with cfg's credentials until the test ends
 // and signs a browser in through its URL.
-func startConsole(t *testing.T, cfg *rest.Config) (*Server, *browser) {
+func startConsole(t testing.TB, cfg *rest.Config) (*Server, *browser) {
 	t.Helper()
 	srv, err := New(Options{Config: cfg})
 	if err != nil {
@@ -56,7 +56,7 @@ func startConsole(t *testing.T, cfg *rest.Config) (*Server, *browser) {
 		}
 	})
 	jar, _ := cookiejar.New(nil)
-	b := &browser{t: t, base: strings.SplitN(srv.URL(), "/?", 2)[0], http: &http.Client{Jar: jar, Timeout: 10 * time.Second}}
+	b := &browser{t: t, base: strings.SplitN(srv.URL(), "/?", 2)[0], http: &http.Client{Jar: jar, Timeout: 30 * time.Second}}
 	resp, err := b.http.Get(srv.URL())
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/cookiejar"
 	"runtime"
 	"sync"
 	"testing"
@@ -109,25 +108,8 @@ func createFleetCluster(ctx context.Context, ns, name string) error {
 func BenchmarkFleet(b *testing.B) {
 	createFleet(b)
 	before := heapInUse()
-	srv, err := New(Options{Config: env.Config})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ln, err := srv.Listen(0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { _ = srv.Run(ctx, ln) }()
-	jar, _ := cookiejar.New(nil)
-	client := &http.Client{Jar: jar, Timeout: 30 * time.Second}
-	resp, err := client.Get(srv.URL())
-	if err != nil {
-		b.Fatal(err)
-	}
-	resp.Body.Close()
-	base := srv.URL()[:len(srv.URL())-len("/?token=")-len(srv.accessToken)]
+	_, browser := startConsole(b, env.Config)
+	client, base, jar := browser.http, browser.base, browser.http.Jar
 
 	get := func() []byte {
 		resp, err := client.Get(base + "/api/clusters")
@@ -169,7 +151,7 @@ func BenchmarkFleet(b *testing.B) {
 	req, _ := http.NewRequest(http.MethodGet, base+"/api/clusters", nil)
 	req.Header.Set("Accept-Encoding", "gzip")
 	raw := &http.Client{Jar: jar, Transport: &http.Transport{DisableCompression: true}}
-	resp, err = raw.Do(req)
+	resp, err := raw.Do(req)
 	if err != nil {
 		b.Fatal(err)
 	}
