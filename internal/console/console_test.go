@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"slices"
@@ -328,6 +329,32 @@ func TestConsole(t *testing.T) {
 		waitFor("the Machine's change in the detail", time.Second, func(e sseEvent) bool {
 			return e.name == "detail" && strings.Contains(e.data, "live-change-marker")
 		})
+
+		// The control plane is a provider object: the console follows its
+		// kind once a view has shown it.
+		kcp := &controlplanev1.KubeadmControlPlane{}
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "demo-cp"}, kcp); err != nil {
+			t.Fatal(err)
+		}
+		kcp.Status.Conditions = []metav1.Condition{{Type: clusterv1.AvailableCondition, Status: metav1.ConditionFalse, Reason: "Probing", Message: "control-plane-marker", LastTransitionTime: metav1.Now()}}
+		if err := env.Client.Status().Update(context.Background(), kcp); err != nil {
+			t.Fatal(err)
+		}
+		waitFor("the control plane's change in the detail", time.Second, func(e sseEvent) bool {
+			return e.name == "detail" && strings.Contains(e.data, "control-plane-marker")
+		})
+
+		gone := fixture.NewCluster(ns, "gone", fixture.Infrastructure(&inmemoryv1.InMemoryCluster{ObjectMeta: metav1.ObjectMeta{Name: "gone"}}))
+		fixture.Create(t, env.Client, gone)
+		waitFor("a new Cluster's row", time.Second, func(e sseEvent) bool {
+			return e.name == "cluster" && strings.Contains(e.data, `"name":"gone"`)
+		})
+		if err := env.Client.Delete(context.Background(), gone); err != nil {
+			t.Fatal(err)
+		}
+		waitFor("a deleted Cluster's removal", time.Second, func(e sseEvent) bool {
+			return e.name == "cluster-deleted" && e.data == `{"name":"gone","namespace":"`+ns+`"}`
+		})
 	})
 
 	t.Run("actions", func(t *testing.T) {
@@ -433,6 +460,35 @@ func TestConsole(t *testing.T) {
 		after := &clusterv1.MachineDeployment{}
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(md), after); err != nil || after.Generation != 1 {
 			t.Errorf("the topology's MachineDeployment itself was changed: generation %d (%v)", after.Generation, err)
+		}
+	})
+
+	t.Run("silent workload cluster", func(t *testing.T) {
+		// A workload API server that accepts connections and never answers.
+		silent, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer silent.Close()
+		go func() {
+			for {
+				conn, err := silent.Accept()
+				if err != nil {
+					return
+				}
+				defer conn.Close()
+			}
+		}()
+		quiet := fixture.NewCluster(ns, "quiet", fixture.Infrastructure(&inmemoryv1.InMemoryCluster{ObjectMeta: metav1.ObjectMeta{Name: "quiet"}}))
+		fixture.Create(t, env.Client, quiet, fixture.KubeconfigSecretVia(t, env, ns, "quiet", "https://"+silent.Addr().String()))
+		started := time.Now()
+		var detail Detail
+		b.getJSON("/api/clusters/"+ns+"/quiet", http.StatusOK, &detail)
+		if took := time.Since(started); took > 4*time.Second {
+			t.Errorf("the detail of a cluster whose workload API server is silent took %s, want about 2s", took)
+		}
+		if len(detail.Nodes) != 0 || !strings.Contains(detail.NodesError, "did not answer") {
+			t.Errorf("nodes %+v, nodesError %q; want none and why", detail.Nodes, detail.NodesError)
 		}
 	})
 
