@@ -516,6 +516,20 @@ func TestConsole(t *testing.T) {
 			t.Errorf("a viewer's kubeconfig download: %d %+v, want 403", status, reply)
 		}
 	})
+
+	t.Run("user who may list nothing", func(t *testing.T) {
+		nobody := rest.CopyConfig(env.Config)
+		nobody.Impersonate = rest.ImpersonationConfig{UserName: "console-nobody"}
+		_, nb := startConsole(t, nobody)
+		var fleet struct {
+			Clusters []ClusterSummary `json:"clusters"`
+			Error    string           `json:"error"`
+		}
+		nb.getJSON("/api/clusters", http.StatusOK, &fleet)
+		if len(fleet.Clusters) != 0 || !strings.Contains(fleet.Error, "forbidden") || !strings.Contains(fleet.Error, "console-nobody") {
+			t.Errorf("the fleet of a user who may not list Clusters: %d clusters, error %q; want none and the API server's refusal", len(fleet.Clusters), fleet.Error)
+		}
+	})
 }
 
 // restrictedUser is a config that acts as a user who may read what the
