@@ -98,7 +98,7 @@ func startPlaneConsole(ctx context.Context, dir mgmt.StateDir, admin *rest.Confi
 	if raw, err := clientcmd.LoadFromFile(dir.KubeconfigPath()); err == nil {
 		session.Context = raw.CurrentContext
 	}
-	srv, err := console.New(console.Options{Config: consoleConfig(admin), Session: session, Log: klog.Background().WithName("console")})
+	srv, err := console.New(console.Options{Config: consoleConfig(admin), Session: session, Log: klog.Background().WithName("console"), StartOnFirstUse: true})
 	if err == nil {
 		var ln net.Listener
 		if ln, err = srv.Listen(port); err != nil {

@@ -35,11 +35,11 @@ type browser struct {
 	csrf string
 }
 
-// startConsole runs a console with cfg's credentials until the test ends
+// startConsole runs a console until the test ends
 // and signs a browser in through its URL.
-func startConsole(t testing.TB, cfg *rest.Config) (*Server, *browser) {
+func startConsole(t testing.TB, opts Options) (*Server, *browser) {
 	t.Helper()
-	srv, err := New(Options{Config: cfg})
+	srv, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func createDemo(t *testing.T, ns string) demo {
 func TestConsole(t *testing.T) {
 	ns := env.Namespace(t)
 	d := createDemo(t, ns)
-	srv, b := startConsole(t, env.Config)
+	srv, b := startConsole(t, Options{Config: env.Config})
 	clusterPath := "/api/clusters/" + ns + "/demo"
 
 	t.Run("security", func(t *testing.T) {
@@ -494,7 +494,8 @@ func TestConsole(t *testing.T) {
 
 	t.Run("restricted user", func(t *testing.T) {
 		viewer := restrictedUser(t, ns)
-		_, vb := startConsole(t, viewer)
+		// This console starts watching on first use, as the plane's does.
+		_, vb := startConsole(t, Options{Config: viewer, StartOnFirstUse: true})
 		md := &clusterv1.MachineDeployment{}
 		if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "demo-md"}, md); err != nil {
 			t.Fatal(err)
@@ -520,7 +521,7 @@ func TestConsole(t *testing.T) {
 	t.Run("user who may list nothing", func(t *testing.T) {
 		nobody := rest.CopyConfig(env.Config)
 		nobody.Impersonate = rest.ImpersonationConfig{UserName: "console-nobody"}
-		_, nb := startConsole(t, nobody)
+		_, nb := startConsole(t, Options{Config: nobody})
 		var fleet struct {
 			Clusters []ClusterSummary `json:"clusters"`
 			Error    string           `json:"error"`

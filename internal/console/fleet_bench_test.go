@@ -108,7 +108,7 @@ func createFleetCluster(ctx context.Context, ns, name string) error {
 func BenchmarkFleet(b *testing.B) {
 	createFleet(b)
 	before := heapInUse()
-	_, browser := startConsole(b, env.Config)
+	_, browser := startConsole(b, Options{Config: env.Config})
 	client, base, jar := browser.http, browser.base, browser.http.Jar
 
 	get := func() []byte {

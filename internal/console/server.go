@@ -55,6 +55,10 @@ type Options struct {
 	Coalesce time.Duration
 	// WorkloadTimeout bounds reading a workload cluster's Nodes. Default 2s.
 	WorkloadTimeout time.Duration
+	// StartOnFirstUse starts the cache and its watches when a signed-in
+	// browser first asks rather than with Run, so that a console nobody
+	// opens (the plane's) costs the plane no memory and no watches.
+	StartOnFirstUse bool
 }
 
 // Server is a running console: the user's informer cache of the
@@ -79,6 +83,7 @@ type Server struct {
 	providerMu sync.Mutex
 	watched    map[string]bool // provider kinds whose changes are followed
 	runCtx     context.Context // Run's context, for informers started later
+	startOnce  sync.Once
 }
 
 // kinds the console follows from the start; provider kinds are added as
@@ -176,16 +181,8 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	s.providerMu.Lock()
 	s.runCtx = ctx
 	s.providerMu.Unlock()
-	cacheDone := make(chan error, 1)
-	go func() { cacheDone <- s.cache.Start(ctx) }()
-	for _, obj := range followed() {
-		inf, err := s.cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
-		if err != nil {
-			return fmt.Errorf("console: watching %T: %w", obj, err)
-		}
-		if _, err := inf.AddEventHandler(s.changeHandler()); err != nil {
-			return fmt.Errorf("console: watching %T: %w", obj, err)
-		}
+	if !s.opts.StartOnFirstUse {
+		s.startWatching()
 	}
 	if s.session.User == "" {
 		s.session.User = s.whoAmI(ctx)
@@ -197,15 +194,35 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 	case err := <-served:
 		return err
-	case err := <-cacheDone:
-		if err != nil {
-			return fmt.Errorf("console: cache: %w", err)
-		}
 	}
 	shutdown, stop := context.WithTimeout(context.Background(), 2*time.Second)
 	defer stop()
 	_ = srv.Shutdown(shutdown)
 	return nil
+}
+
+// startWatching starts the cache and the watches of the followed kinds,
+// once, for as long as Run runs.
+func (s *Server) startWatching() {
+	s.startOnce.Do(func() {
+		s.providerMu.Lock()
+		ctx := s.runCtx
+		s.providerMu.Unlock()
+		for _, obj := range followed() {
+			inf, err := s.cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+			if err == nil {
+				_, err = inf.AddEventHandler(s.changeHandler())
+			}
+			if err != nil {
+				s.log.Error(err, "Console cannot watch a kind", "kind", fmt.Sprintf("%T", obj))
+			}
+		}
+		go func() {
+			if err := s.cache.Start(ctx); err != nil {
+				s.log.Error(err, "Console cache stopped")
+			}
+		}()
+	})
 }
 
 // whoAmI asks the API server whom the credentials belong to.
@@ -300,6 +317,7 @@ func (s *Server) authenticated(next http.Handler) http.Handler {
 			return
 		}
 		w.Header().Set("Cache-Control", "no-store")
+		s.startWatching()
 		next.ServeHTTP(w, r)
 	})
 }

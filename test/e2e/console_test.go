@@ -158,6 +158,15 @@ func TestConsoleUI(t *testing.T) {
 		if session["csrfToken"] == "" {
 			t.Errorf("the plane's console session: %v", session)
 		}
+		// The plane's console starts watching when first asked.
+		var fleet struct {
+			Clusters []struct{ Namespace, Name string } `json:"clusters"`
+			Error    string                             `json:"error"`
+		}
+		getJSON(t, c, base+"/api/clusters", &fleet)
+		if fleet.Error != "" || fleet.Clusters == nil {
+			t.Errorf("the plane's console fleet: %+v", fleet)
+		}
 		p.down()
 	})
 }
