@@ -9,15 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
-	"capstan.dev/capstan/internal/contract"
 	"capstan.dev/capstan/internal/describe"
 	"capstan.dev/capstan/internal/scheme"
 )
@@ -183,7 +178,9 @@ func runDescribeCluster(ctx context.Context, c client.Client, out, errOut io.Wri
 	if err != nil {
 		return err
 	}
-	objs, err := readClusterObjects(ctx, c, o.target.namespace, name, errOut)
+	objs, err := describe.Read(ctx, c, o.target.namespace, name, func(what string, err error) {
+		fmt.Fprintf(errOut, "Warning: %s: %v\n", what, err)
+	})
 	if err != nil {
 		return err
 	}
@@ -195,105 +192,4 @@ func runDescribeCluster(ctx context.Context, c client.Client, out, errOut io.Wri
 		return describe.YAML(out, tree)
 	}
 	return describe.Render(out, tree, now, o.color)
-}
-
-// readClusterObjects reads the Cluster and what belongs to it. Provider
-// objects that cannot be read are left out (the tree says they do not
-// exist) with a warning on errOut; only a missing Cluster is an error.
-func readClusterObjects(ctx context.Context, c client.Client, namespace, name string, errOut io.Writer) (describe.Objects, error) {
-	o := describe.Objects{Cluster: &clusterv1.Cluster{},
-		InfrastructureMachines: map[string]*unstructured.Unstructured{}, BootstrapConfigs: map[string]*unstructured.Unstructured{},
-		InfrastructureMachinePools: map[string]*unstructured.Unstructured{}}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, o.Cluster); err != nil {
-		if apierrors.IsNotFound(err) {
-			return o, fmt.Errorf("cluster %s not found in namespace %s: list the clusters with kubectl get clusters -A, and pass -n NAMESPACE", name, namespace)
-		}
-		return o, fmt.Errorf("reading Cluster %s/%s: %w", namespace, name, err)
-	}
-	resolver := &contract.Resolver{Reader: c}
-	warn := func(what string, err error) {
-		if !apierrors.IsNotFound(err) {
-			fmt.Fprintf(errOut, "Warning: %s: %v\n", what, err)
-		}
-	}
-	if ref := o.Cluster.Spec.InfrastructureRef; ref.Name != "" {
-		obj, err := resolver.Get(ctx, c, ref, namespace)
-		if err != nil {
-			warn("reading the cluster's infrastructure "+ref.Kind+" "+ref.Name, err)
-		} else {
-			o.Infrastructure = obj
-		}
-	}
-	if ref := o.Cluster.Spec.ControlPlaneRef; ref.Name != "" {
-		obj, err := resolver.Get(ctx, c, ref, namespace)
-		if err != nil {
-			warn("reading the cluster's control plane "+ref.Kind+" "+ref.Name, err)
-		} else {
-			o.ControlPlane = obj
-		}
-	}
-	inCluster := []client.ListOption{client.InNamespace(namespace), client.MatchingLabels{clusterv1.ClusterNameLabel: name}}
-	mds := &clusterv1.MachineDeploymentList{}
-	if err := c.List(ctx, mds, inCluster...); err != nil {
-		return o, fmt.Errorf("listing MachineDeployments: %w", err)
-	}
-	o.MachineDeployments = mds.Items
-	sets := &clusterv1.MachineSetList{}
-	if err := c.List(ctx, sets, inCluster...); err != nil {
-		return o, fmt.Errorf("listing MachineSets: %w", err)
-	}
-	o.MachineSets = sets.Items
-	pools := &clusterv1.MachinePoolList{}
-	if err := c.List(ctx, pools, inCluster...); err != nil {
-		return o, fmt.Errorf("listing MachinePools: %w", err)
-	}
-	o.MachinePools = pools.Items
-	machines := &clusterv1.MachineList{}
-	if err := c.List(ctx, machines, inCluster...); err != nil {
-		return o, fmt.Errorf("listing Machines: %w", err)
-	}
-	o.Machines = machines.Items
-
-	// One list per provider kind rather than one read per Machine.
-	byKind := map[schema.GroupKind]map[string]*unstructured.Unstructured{}
-	lookup := func(ref clusterv1.ContractVersionedObjectReference) *unstructured.Unstructured {
-		if ref.Name == "" {
-			return nil
-		}
-		gk := schema.GroupKind{Group: ref.APIGroup, Kind: ref.Kind}
-		objs, seen := byKind[gk]
-		if !seen {
-			objs = map[string]*unstructured.Unstructured{}
-			byKind[gk] = objs
-			gvk, err := resolver.GroupVersionKind(ctx, ref)
-			if err != nil {
-				warn("resolving "+ref.Kind, err)
-				return nil
-			}
-			list := &unstructured.UnstructuredList{}
-			list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-			if err := c.List(ctx, list, client.InNamespace(namespace)); err != nil {
-				warn("listing "+ref.Kind+"s", err)
-				return nil
-			}
-			for i := range list.Items {
-				objs[list.Items[i].GetName()] = &list.Items[i]
-			}
-		}
-		return objs[ref.Name]
-	}
-	for _, mp := range o.MachinePools {
-		if obj := lookup(mp.Spec.Template.Spec.InfrastructureRef); obj != nil {
-			o.InfrastructureMachinePools[mp.Name] = obj
-		}
-	}
-	for _, m := range o.Machines {
-		if obj := lookup(m.Spec.InfrastructureRef); obj != nil {
-			o.InfrastructureMachines[m.Name] = obj
-		}
-		if obj := lookup(m.Spec.Bootstrap.ConfigRef); obj != nil {
-			o.BootstrapConfigs[m.Name] = obj
-		}
-	}
-	return o, nil
 }

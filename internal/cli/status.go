@@ -27,6 +27,9 @@ type statusReport struct {
 	Since      *time.Time `json:"since,omitempty"`
 	Version    string     `json:"version,omitempty"`
 	Problem    string     `json:"problem,omitempty"`
+	// Console is the web console's URL (with its access token), or why
+	// the plane serves none.
+	Console string `json:"console,omitempty"`
 }
 
 func newStatusCommand(g *globals) *cobra.Command {
@@ -83,6 +86,12 @@ func collectStatus(ctx context.Context, dir mgmt.StateDir) statusReport {
 	}
 	since := ri.Since
 	r.Server, r.Kubeconfig, r.Since, r.Version = ri.Server, ri.Kubeconfig, &since, ri.Version
+	if record, err := readPlaneConsole(dir, pid); err == nil {
+		r.Console = record.URL
+		if r.Console == "" {
+			r.Console = record.Problem
+		}
+	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", ri.Kubeconfig)
 	if err != nil {
 		r.Problem = "kubeconfig: " + err.Error()
@@ -127,6 +136,9 @@ func printStatus(cmd *cobra.Command, r statusReport) {
 		fmt.Fprintf(out, "  API server: %s\n", r.Server)
 		fmt.Fprintf(out, "  kubeconfig: %s\n", r.Kubeconfig)
 		fmt.Fprintf(out, "  version:    %s\n", r.Version)
+		if r.Console != "" {
+			fmt.Fprintf(out, "  console:    %s\n", r.Console)
+		}
 	}
 	fmt.Fprintf(out, "  state dir:  %s\n", r.StateDir)
 	if r.Problem != "" {

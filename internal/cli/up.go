@@ -20,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"capstan.dev/capstan/internal/console"
 	"capstan.dev/capstan/internal/deploy"
 	"capstan.dev/capstan/internal/inventory"
 	"capstan.dev/capstan/internal/manager"
@@ -54,6 +55,9 @@ type upOptions struct {
 	backupKeep    int
 	backupDir     string
 	backupKeyFile string
+	// uiPort is the loopback port of the web console the plane serves with
+	// its admin credentials; 0 serves none.
+	uiPort int
 }
 
 func newUpCommand(g *globals) *cobra.Command {
@@ -99,6 +103,7 @@ once the plane is ready and returns the shell; --foreground keeps it attached
 	cmd.Flags().IntVar(&o.backupKeep, "backup-keep", 24, "with --backup-every, how many snapshots to keep; the oldest are removed")
 	cmd.Flags().StringVar(&o.backupDir, "backup-dir", "", "with --backup-every, where the snapshots go (default <state-dir>/backups; keep them off the state dir's disk to survive its loss)")
 	cmd.Flags().StringVar(&o.backupKeyFile, "backup-encryption-key-file", "", "with --backup-every, encrypt the snapshots with the 32-byte key in this file")
+	cmd.Flags().IntVar(&o.uiPort, "ui-port", console.DefaultPort, "loopback port of the web console the plane serves (capstan ui); 0 turns it off")
 	cmd.Flags().IntVar(&o.notifyFD, "notify-fd", 0, "file descriptor to report readiness on (used by the detaching parent)")
 	_ = cmd.Flags().MarkHidden("notify-fd")
 	return cmd
@@ -109,6 +114,9 @@ func (o *upOptions) checkFlags() error {
 	var errs []error
 	if o.apiPort < 0 || o.apiPort > 65535 {
 		errs = append(errs, fmt.Errorf("--api-port %d: a port is 1 to 65535, or 0 for the one chosen on the first start", o.apiPort))
+	}
+	if o.uiPort < 0 || o.uiPort > 65535 {
+		errs = append(errs, fmt.Errorf("--ui-port %d: a port is 1 to 65535, or 0 to serve no web console", o.uiPort))
 	}
 	if o.timeout <= 0 {
 		errs = append(errs, fmt.Errorf("--timeout %s: must be more than 0, such as 5m", o.timeout))
@@ -190,6 +198,9 @@ func runForeground(cmd *cobra.Command, dir mgmt.StateDir, o *upOptions) error {
 	if schedule != nil {
 		schedule.Log = klog.Background().WithName("backup")
 		go schedule.Run(ctx)
+	}
+	if o.uiPort != 0 {
+		defer startPlaneConsole(ctx, dir, plane.Admin, o.uiPort)()
 	}
 	klog.InfoS("Management plane ready", "server", plane.Admin.Host, "stateDir", dir, "seconds", time.Since(started).Seconds())
 	if notify != nil {
@@ -278,7 +289,7 @@ func runDetached(cmd *cobra.Command, dir mgmt.StateDir, o *upOptions) error {
 	defer readEnd.Close()
 	args := []string{"up", "--foreground", "--state-dir", string(dir), "--notify-fd", "3",
 		"--controllers=" + strconv.FormatBool(o.controllers), "--in-memory=" + strconv.FormatBool(o.inMemory),
-		"--timeout", o.timeout.String(), "-v", klogVerbosity(cmd)}
+		"--timeout", o.timeout.String(), "-v", klogVerbosity(cmd), "--ui-port", strconv.Itoa(o.uiPort)}
 	if o.apiPort != 0 {
 		args = append(args, "--api-port", strconv.Itoa(o.apiPort))
 	}
@@ -329,7 +340,9 @@ func runDetached(cmd *cobra.Command, dir mgmt.StateDir, o *upOptions) error {
 func printReady(w io.Writer, dir mgmt.StateDir, server string, pid int, last string) {
 	fmt.Fprintf(w, "  API server: %s (pid %d)\n", server, pid)
 	fmt.Fprintf(w, "  kubeconfig: %s\n", dir.KubeconfigPath())
-	fmt.Fprintf(w, "  logs:       %s\n\n", dir.LogPath())
+	fmt.Fprintf(w, "  logs:       %s\n", dir.LogPath())
+	printPlaneConsole(w, dir, pid)
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "Use it with:\n  export KUBECONFIG=%s\n  kubectl get clusters,machines -A\n", dir.KubeconfigPath())
 	if last != "" {
 		fmt.Fprintln(w, last)

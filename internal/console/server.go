@@ -1,0 +1,332 @@
+package console
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/scheme"
+)
+
+// DefaultPort is the loopback port the management plane serves its console
+// on unless told otherwise.
+const DefaultPort = 8497
+
+// Session is who the console acts as, shown by /api/session.
+type Session struct {
+	// User is the name the API server knows the credentials by; when empty
+	// the server asks the API server (SelfSubjectReview).
+	User string `json:"user"`
+	// Server is the API server's URL.
+	Server string `json:"server"`
+	// Context is the kubeconfig context the credentials came from.
+	Context string `json:"context"`
+}
+
+// Options configure a console Server.
+type Options struct {
+	// Config reaches the management cluster with the credentials every
+	// read and write of the console is done with.
+	Config  *rest.Config
+	Session Session
+	Log     logr.Logger
+	// Coalesce is how long changes are gathered before a stream sends
+	// them, so that a burst of changes goes out as one batch. Default 150ms.
+	Coalesce time.Duration
+	// WorkloadTimeout bounds reading a workload cluster's Nodes. Default 2s.
+	WorkloadTimeout time.Duration
+}
+
+// Server is a running console: the user's informer cache of the
+// management cluster, the streams following it and the HTTP handlers.
+type Server struct {
+	opts    Options
+	log     logr.Logger
+	client  client.Client // uncached, for writes, Secrets and provider objects
+	cache   cache.Cache
+	hub     *hub
+	nodes   *workloadClients
+	session Session
+
+	// accessToken is in the printed URL; it is exchanged for a cookie
+	// holding sessionKey. csrfToken must accompany every change.
+	accessToken, sessionKey, csrfToken string
+	cookieName                         string
+	url                                string
+
+	errMu      sync.Mutex
+	watchErrs  map[string]error // by watched type: why its informer cannot list
+	providerMu sync.Mutex
+	watched    map[string]bool // provider kinds whose changes are followed
+	runCtx     context.Context // Run's context, for informers started later
+}
+
+// kinds the console follows from the start; provider kinds are added as
+// cluster views show them.
+func followed() []client.Object {
+	return []client.Object{&clusterv1.Cluster{}, &clusterv1.MachineDeployment{}, &clusterv1.MachineSet{},
+		&clusterv1.MachinePool{}, &clusterv1.Machine{}, &corev1.Event{}}
+}
+
+// New prepares a console; Listen and Run start it.
+func New(opts Options) (*Server, error) {
+	if opts.Config == nil {
+		return nil, errors.New("console: Options.Config is required")
+	}
+	if opts.Coalesce <= 0 {
+		opts.Coalesce = 150 * time.Millisecond
+	}
+	if opts.WorkloadTimeout <= 0 {
+		opts.WorkloadTimeout = 2 * time.Second
+	}
+	s := &Server{opts: opts, log: opts.Log, session: opts.Session, watchErrs: map[string]error{}, watched: map[string]bool{}}
+	sch := scheme.New()
+	var err error
+	if s.client, err = client.New(rest.CopyConfig(opts.Config), client.Options{Scheme: sch}); err != nil {
+		return nil, fmt.Errorf("console: client for %s: %w", opts.Config.Host, err)
+	}
+	s.cache, err = cache.New(rest.CopyConfig(opts.Config), cache.Options{
+		Scheme: sch,
+		// The fleet view needs no managed fields; dropping them roughly
+		// halves what a cached Cluster costs.
+		DefaultTransform:         cache.TransformStripManagedFields(),
+		DefaultWatchErrorHandler: s.recordWatchError,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("console: cache: %w", err)
+	}
+	s.hub = newHub()
+	s.nodes = newWorkloadClients(opts.WorkloadTimeout)
+	for _, t := range []*string{&s.accessToken, &s.sessionKey, &s.csrfToken} {
+		if *t, err = randomToken(); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func randomToken() (string, error) {
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("console: random token: %w", err)
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// recordWatchError keeps why an informer cannot list or watch (most often
+// RBAC), for the views to say instead of showing an empty fleet.
+func (s *Server) recordWatchError(_ context.Context, r *toolscache.Reflector, err error) {
+	s.errMu.Lock()
+	s.watchErrs[r.TypeDescription()] = err
+	s.errMu.Unlock()
+	s.log.V(1).Info("Console watch failed", "type", r.TypeDescription(), "error", err.Error())
+}
+
+func (s *Server) watchError() error {
+	s.errMu.Lock()
+	defer s.errMu.Unlock()
+	var errs []error
+	for _, err := range s.watchErrs {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Listen opens the console's port on 127.0.0.1 (0 picks a free one).
+func (s *Server) Listen(port int) (net.Listener, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return nil, err
+	}
+	p := ln.Addr().(*net.TCPAddr).Port
+	// Cookies do not tell ports apart: one name per port keeps two
+	// consoles on this machine from overwriting each other's session.
+	s.cookieName = "capstan_console_" + strconv.Itoa(p)
+	s.url = fmt.Sprintf("http://127.0.0.1:%d/?token=%s", p, s.accessToken)
+	return ln, nil
+}
+
+// URL is the address to open, with the access token; it is a secret.
+func (s *Server) URL() string { return s.url }
+
+// Run starts the cache and serves ln until ctx ends.
+func (s *Server) Run(ctx context.Context, ln net.Listener) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.providerMu.Lock()
+	s.runCtx = ctx
+	s.providerMu.Unlock()
+	cacheDone := make(chan error, 1)
+	go func() { cacheDone <- s.cache.Start(ctx) }()
+	for _, obj := range followed() {
+		inf, err := s.cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+		if err != nil {
+			return fmt.Errorf("console: watching %T: %w", obj, err)
+		}
+		if _, err := inf.AddEventHandler(s.changeHandler()); err != nil {
+			return fmt.Errorf("console: watching %T: %w", obj, err)
+		}
+	}
+	if s.session.User == "" {
+		s.session.User = s.whoAmI(ctx)
+	}
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		return err
+	case err := <-cacheDone:
+		if err != nil {
+			return fmt.Errorf("console: cache: %w", err)
+		}
+	}
+	shutdown, stop := context.WithTimeout(context.Background(), 2*time.Second)
+	defer stop()
+	_ = srv.Shutdown(shutdown)
+	return nil
+}
+
+// whoAmI asks the API server whom the credentials belong to.
+func (s *Server) whoAmI(ctx context.Context) string {
+	review := &authenticationv1.SelfSubjectReview{}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := s.client.Create(ctx, review); err != nil {
+		return ""
+	}
+	return review.Status.UserInfo.Username
+}
+
+// Handler serves the console; every request passes the Host check, /api
+// needs the session cookie and changes need the CSRF token.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	static := http.FileServerFS(assets())
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		if token := r.URL.Query().Get("token"); token != "" {
+			s.login(w, r, token)
+			return
+		}
+		static.ServeHTTP(w, r)
+	})
+	mux.Handle("GET /", static)
+	api := http.NewServeMux()
+	api.HandleFunc("GET /api/session", s.handleSession)
+	api.HandleFunc("GET /api/clusters", s.handleClusters)
+	api.HandleFunc("GET /api/clusters/{namespace}/{name}", s.handleDetail)
+	api.HandleFunc("GET /api/watch", s.handleWatch)
+	api.HandleFunc("POST /api/clusters/{namespace}/{name}/scale", s.changing(s.handleScale))
+	api.HandleFunc("POST /api/clusters/{namespace}/{name}/pause", s.changing(s.handlePause))
+	api.HandleFunc("POST /api/clusters/{namespace}/{name}/rollout-restart", s.changing(s.handleRolloutRestart))
+	api.HandleFunc("POST /api/clusters/{namespace}/{name}/kubeconfig", s.changing(s.handleKubeconfig))
+	mux.Handle("/api/", s.authenticated(api))
+	return s.loopbackOnly(mux)
+}
+
+// loopbackOnly refuses requests whose Host is not a loopback address: a
+// page on another site that rebinds its name to 127.0.0.1 sends its own
+// name as Host and is turned away.
+func (s *Server) loopbackOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !isLoopbackHost(r.Host) {
+			writeError(w, http.StatusForbidden, "the console answers only to 127.0.0.1, ::1 or localhost: Host "+strconv.Quote(r.Host)+" is refused")
+			return
+		}
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("X-Frame-Options", "DENY")
+		w.Header().Set("Referrer-Policy", "no-referrer")
+		next.ServeHTTP(w, r)
+	})
+}
+
+func isLoopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// login exchanges the access token of the URL for the session cookie and
+// sends the browser on to the page without the token in its address.
+func (s *Server) login(w http.ResponseWriter, r *http.Request, token string) {
+	if subtle.ConstantTimeCompare([]byte(token), []byte(s.accessToken)) != 1 {
+		http.Error(w, "wrong access token: open the URL capstan printed", http.StatusUnauthorized)
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: s.cookieName, Value: s.sessionKey, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+func (s *Server) authenticated(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := r.Cookie(s.cookieName)
+		if err != nil || subtle.ConstantTimeCompare([]byte(c.Value), []byte(s.sessionKey)) != 1 {
+			writeError(w, http.StatusUnauthorized, "not signed in: open the URL with the token that capstan printed")
+			return
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// changing guards a state-changing handler: the CSRF token must be in the
+// X-CSRF-Token header and an Origin, when sent, must be this server.
+func (s *Server) changing(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("X-CSRF-Token")), []byte(s.csrfToken)) != 1 {
+			writeError(w, http.StatusForbidden, "missing or wrong X-CSRF-Token header: reload the console")
+			return
+		}
+		if origin := r.Header.Get("Origin"); origin != "" && origin != "http://"+r.Host {
+			writeError(w, http.StatusForbidden, "requests from origin "+strconv.Quote(origin)+" are refused")
+			return
+		}
+		next(w, r)
+	}
+}
+
+func (s *Server) handleSession(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"user": s.session.User, "server": s.session.Server,
+		"context": s.session.Context, "csrfToken": s.csrfToken})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// errorReply is what a refused or failed request answers.
+type errorReply struct {
+	Error string `json:"error"`
+	Code  int    `json:"code"`
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, errorReply{Error: msg, Code: status})
+}
