@@ -17,8 +17,8 @@ import (
 	"github.com/go-logr/logr"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -230,16 +230,24 @@ func (s *Server) Handler() http.Handler {
 		static.ServeHTTP(w, r)
 	})
 	mux.Handle("GET /", static)
-	api := http.NewServeMux()
-	api.HandleFunc("GET /api/session", s.handleSession)
-	api.HandleFunc("GET /api/clusters", s.handleClusters)
-	api.HandleFunc("GET /api/clusters/{namespace}/{name}", s.handleDetail)
-	api.HandleFunc("GET /api/watch", s.handleWatch)
-	api.HandleFunc("POST /api/clusters/{namespace}/{name}/scale", s.changing(s.handleScale))
-	api.HandleFunc("POST /api/clusters/{namespace}/{name}/pause", s.changing(s.handlePause))
-	api.HandleFunc("POST /api/clusters/{namespace}/{name}/rollout-restart", s.changing(s.handleRolloutRestart))
-	api.HandleFunc("POST /api/clusters/{namespace}/{name}/kubeconfig", s.changing(s.handleKubeconfig))
-	mux.Handle("/api/", s.authenticated(api))
+	api := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.authenticated(h)) }
+	api("GET /api/session", s.handleSession)
+	api("GET /api/clusters", s.handleClusters)
+	api("GET /api/clusters/{namespace}/{name}", s.handleDetail)
+	api("GET /api/watch", s.handleWatch)
+	api("POST /api/clusters/{namespace}/{name}/scale", s.changing(s.handleScale))
+	api("POST /api/clusters/{namespace}/{name}/pause", s.changing(s.handlePause))
+	api("POST /api/clusters/{namespace}/{name}/rollout-restart", s.changing(s.handleRolloutRestart))
+	api("POST /api/clusters/{namespace}/{name}/kubeconfig", s.changing(s.handleKubeconfig))
+	noSuchAPI := func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, r.Method+" "+r.URL.Path+": no such console API")
+	}
+	api("GET /api/clusters/{namespace}/{name}/{action}", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Allow", http.MethodPost)
+		writeError(w, http.StatusMethodNotAllowed, "actions change state: send them with POST")
+	})
+	api("GET /api/", noSuchAPI)
+	api("POST /api/", noSuchAPI)
 	return s.loopbackOnly(mux)
 }
 

@@ -61,10 +61,10 @@ func (h *hub) unsubscribe(sub *subscriber) {
 // whose row changed, if any, and which detail views are affected: one
 // cluster's, or, when the object names no cluster, every one in namespace.
 type change struct {
-	cluster     *client.ObjectKey
-	namespace   string
-	detailOf    string // cluster name; "" means any cluster in namespace
-	anyInNS     bool
+	cluster   *client.ObjectKey
+	namespace string
+	detailOf  string // cluster name; "" means any cluster in namespace
+	anyInNS   bool
 }
 
 func (h *hub) publish(c change) {

@@ -123,8 +123,9 @@ func (e *Env) start() error {
 		return err
 	}
 	defer readEnd.Close()
-	// Tests run the controllers they test themselves.
-	e.cmd = exec.Command(e.Binary, "up", "--foreground", "--controllers=false", "--state-dir", e.StateDir, "--notify-fd", "3")
+	// Tests run the controllers they test themselves, and the web console
+	// of the plane is not needed by any (internal/console starts its own).
+	e.cmd = exec.Command(e.Binary, "up", "--foreground", "--controllers=false", "--ui-port=0", "--state-dir", e.StateDir, "--notify-fd", "3")
 	e.cmd.Stdout, e.cmd.Stderr = logFile, logFile
 	e.cmd.ExtraFiles = []*os.File{writeEnd}
 	// The plane must not outlive a test binary that panics or is killed.
