@@ -56,15 +56,22 @@ async function showRoute() {
     detail = null;
     replace(clusterSection, el('p', { class: 'empty' }, 'Loading…'));
   }
-  connect(routeKey());
+  // A new stream starts with the cluster's detail; one already following
+  // this cluster sends only changes, so read the detail once.
+  if (connect(routeKey())) return;
   try {
     const d = await getJSON(clusterPath(route.namespace, route.name));
     if (gen === generation) showDetail(d);
   } catch (err) {
-    if (gen === generation && !detail) {
-      replace(clusterSection, el('p', { class: 'list-error' }, err.message));
-    }
+    if (gen === generation) showDetailError(err.message);
   }
+}
+
+// showDetailError says why the cluster cannot be shown: in place of the
+// view when there is nothing to show yet, above it otherwise.
+function showDetailError(message) {
+  if (detail) showError(message);
+  else replace(clusterSection, el('p', { class: 'list-error', 'data-testid': 'detail-error' }, message));
 }
 
 function showDetail(d) {
@@ -75,8 +82,9 @@ function showDetail(d) {
 // connect follows /api/watch, with the details of one cluster when the
 // cluster view is open. The browser reconnects by itself after a drop; the
 // list is read again then, since deletions during the gap were missed.
+// It returns whether it opened a new stream.
 function connect(cluster) {
-  if (stream && streamFor === cluster) return;
+  if (stream && streamFor === cluster) return false;
   if (stream) stream.close();
   streamFor = cluster;
   const url = cluster ? `/api/watch?cluster=${encodeURIComponent(cluster)}` : '/api/watch';
@@ -115,6 +123,11 @@ function connect(cluster) {
     const d = JSON.parse(e.data);
     if (route.view === 'cluster' && key(d.summary || {}) === routeKey()) showDetail(d);
   });
+  es.addEventListener('detail-error', (e) => {
+    const reply = JSON.parse(e.data);
+    if (route.view === 'cluster' && streamFor === routeKey()) showDetailError(reply.error || 'the cluster cannot be read');
+  });
+  return true;
 }
 
 function setLive(state) {

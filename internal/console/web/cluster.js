@@ -2,7 +2,7 @@
 // its reason and message, the workload's Nodes beside their Machines, the
 // events as a timeline and the actions the server offers.
 
-import { el, replace, badge, statusClass, ratio, ratioClass, age } from './dom.js';
+import { el, replace, badge, statusClass, conditionClass, isNormal, ratio, ratioClass, age } from './dom.js';
 
 // render fills section with a cluster's detail payload. act(action) is
 // called when the user asks for an action; it confirms and sends it.
@@ -126,11 +126,14 @@ function treeRow(node, depth, nodesByMachine, rowActions) {
         'Node ', el('span', { class: 'mono' }, n.name), n.ready ? ' Ready' : ' NotReady'));
     }
   }
+  // The summary and whatever is unusual or explains itself are shown; the
+  // conditions in their usual state fold away, still one click from view.
   const conds = [];
+  const folded = [];
   if (node.status) conds.push(condition(node.status, true));
   for (const c of node.conditions || []) {
     if (node.status && c.type === node.status.type) continue;
-    conds.push(condition(c, false));
+    (isNormal(c) && !c.message ? folded : conds).push(condition(c, false));
   }
   const row = el('div', {
     class: 'tree-row',
@@ -146,7 +149,10 @@ function treeRow(node, depth, nodesByMachine, rowActions) {
     el('span', { class: 'spacer' }),
     rowActions(node)),
   grouped ? el('div', { class: 'members mono muted' }, (node.machines || []).join(', ')) : null,
-  conds.length ? el('div', { class: 'conds' }, conds) : null);
+  conds.length ? el('div', { class: 'conds' }, conds) : null,
+  folded.length ? el('details', { class: 'folded' },
+    el('summary', null, `${folded.length} more condition${folded.length === 1 ? '' : 's'} as usual`),
+    el('div', { class: 'conds' }, folded)) : null);
   // Through the CSSOM, which a strict Content-Security-Policy allows.
   row.style.setProperty('--depth', String(depth));
   return row;
@@ -164,7 +170,7 @@ function replicas(r) {
 function condition(c, summary) {
   return el('div', { class: `cond ${summary ? 'summary' : ''}`, 'data-condition': c.type, 'data-status': c.status },
     el('span', { class: 'cond-type' }, c.type),
-    el('span', { class: `badge ${statusClass(c.status)}`, 'data-field': 'status' }, c.status),
+    el('span', { class: `badge ${conditionClass(c)}`, 'data-field': 'status' }, c.status),
     el('span', { class: 'cond-reason', 'data-field': 'reason' }, c.reason || ''),
     el('span', { class: 'cond-message', 'data-field': 'message' }, c.message || ''),
     el('span', { class: 'cond-age muted', title: c.lastTransitionTime || null }, age(c.lastTransitionTime)));

@@ -43,6 +43,26 @@ export function statusClass(status) {
   }
 }
 
+// Conditions whose normal state is False: True means something is going on
+// (a rollout, a pause), which is worth a look but is not a failure.
+const negativePolarity = new Set(['Paused', 'Deleting', 'ScalingUp', 'ScalingDown', 'RollingOut', 'Remediating']);
+
+// conditionClass colours a condition by what its status means for its
+// type, so that "Paused False" is not shown as a failure.
+export function conditionClass(c) {
+  if (!c || !c.status) return 'none';
+  if (negativePolarity.has(c.type)) {
+    if (c.status === 'False') return 'ok';
+    return c.status === 'True' ? 'warn' : 'unknown';
+  }
+  return statusClass(c.status);
+}
+
+// isNormal says whether a condition is in its usual, nothing-to-see state.
+export function isNormal(c) {
+  return conditionClass(c) === 'ok';
+}
+
 // badge is a coloured pill for a condition: its status, or its reason when
 // it has one, with the message as tooltip.
 export function badge(cond, label) {
