@@ -175,7 +175,13 @@ func (tb *tab) click(selector string) {
 func (tb *tab) shot(name string) {
 	ctx, cancel := context.WithTimeout(tb.ctx, 20*time.Second)
 	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	// The whole page, unless it is very long (a thousand clusters): then
+	// what a user sees first.
+	shoot := chromedp.FullScreenshot(100)
+	if height, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`document.documentElement.scrollHeight`)); err == nil && height > 5000 {
+		shoot = chromedp.CaptureScreenshot()
+	}
+	png, err := chromedp.Run(ctx, shoot)
 	if err != nil {
 		tb.t.Logf("screenshot %s: %v", name, err)
 		return

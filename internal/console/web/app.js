@@ -19,6 +19,10 @@ let detail = null; // the detail payload of the cluster on screen
 let stream = null;
 let streamFor = null; // the cluster the stream sends details of, or ''
 let generation = 0; // bumps on every navigation; late replies of older ones are dropped
+// fleetLoaded settles once the first list is on screen. The fleet's stream
+// opens after it: the stream starts by sending every cluster again, and a
+// thousand events racing the first list would only slow it down.
+let fleetLoaded = null;
 
 // showError puts the server's message where it cannot be missed; null
 // clears it.
@@ -46,7 +50,8 @@ async function showRoute() {
     detail = null;
     replace(crumbsEl, el('span', null, 'Clusters'));
     document.title = 'Clusters · Capstan';
-    connect('');
+    await fleetLoaded;
+    if (gen === generation) connect('');
     return;
   }
   replace(crumbsEl, el('a', { href: '#/' }, 'Clusters'), ' / ', el('span', null, route.namespace), ' / ',
@@ -265,6 +270,8 @@ document.addEventListener('keydown', (e) => {
 });
 
 async function start() {
+  // The list does not wait for the session: only actions need its token.
+  fleetLoaded = loadFleet();
   try {
     const s = await session();
     const who = document.getElementById('who');
@@ -276,7 +283,6 @@ async function start() {
   }
   window.addEventListener('hashchange', showRoute);
   showRoute();
-  loadFleet();
 }
 
 start();

@@ -45,7 +45,7 @@ export function statusClass(status) {
 
 // Conditions whose normal state is False: True means something is going on
 // (a rollout, a pause), which is worth a look but is not a failure.
-const negativePolarity = new Set(['Paused', 'Deleting', 'ScalingUp', 'ScalingDown', 'RollingOut', 'Remediating']);
+const negativePolarity = new Set(['Paused', 'Deleting', 'ScalingUp', 'ScalingDown', 'RollingOut', 'Remediating', 'Updating']);
 
 // conditionClass colours a condition by what its status means for its
 // type, so that "Paused False" is not shown as a failure.
