@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	cdpbrowser "github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/chromedp"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -207,6 +209,30 @@ func TestConsoleInBrowser(t *testing.T) {
 		admin.waitFor("the tree shows 1 desired", 10*time.Second, fmt.Sprintf(`/\/1 ready/.test(document.querySelector('%s .replicas').textContent)`, mdRow), "")
 		if shown := admin.text(`[data-testid=error]:not([hidden])`); shown != "" {
 			t.Errorf("an error shows after a scale that worked: %s", shown)
+		}
+	})
+
+	t.Run("kubeconfig download", func(t *testing.T) {
+		admin.t = t
+		dir := t.TempDir()
+		if _, err := chromedp.CallBrowser(admin.ctx, cdpbrowser.SetDownloadBehavior, cdpbrowser.SetDownloadBehaviorParams{
+			Behavior: cdpbrowser.SetDownloadBehaviorBehaviorAllow, DownloadPath: dir}); err != nil {
+			t.Fatal(err)
+		}
+		admin.click(`[data-action=kubeconfig]`)
+		admin.click(`[data-testid=confirm-ok]`)
+		path := filepath.Join(dir, "web-a.kubeconfig")
+		fixture.Eventually(t, "web-a.kubeconfig downloaded", 20*time.Second, func(context.Context) string {
+			_, err := os.Stat(path)
+			return fixture.Reason(err)
+		})
+		cfg, err := clientcmd.LoadFromFile(path)
+		if err != nil || len(cfg.Clusters) == 0 || len(cfg.AuthInfos) == 0 {
+			t.Fatalf("the downloaded kubeconfig: %v, %d clusters, %d users", err, len(cfg.Clusters), len(cfg.AuthInfos))
+		}
+		// The file went to disk, never onto the page.
+		if eval[bool](admin, `/PRIVATE KEY|client-key-data|certificate-authority-data/.test(document.documentElement.outerHTML)`) {
+			t.Error("the page shows the kubeconfig's credentials")
 		}
 	})
 
