@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	"capstan.dev/capstan/internal/atomicfile"
@@ -93,11 +94,16 @@ func planeConsolePath(dir mgmt.StateDir) string { return filepath.Join(string(di
 // goes on without a console; the returned func removes the record.
 func startPlaneConsole(ctx context.Context, dir mgmt.StateDir, admin *rest.Config, port int) func() {
 	record := planeConsole{PID: os.Getpid()}
-	srv, err := console.New(console.Options{Config: consoleConfig(admin), Session: console.Session{Server: admin.Host, Context: "capstan-admin"},
-		Log: klog.Background().WithName("console")})
+	session := console.Session{Server: admin.Host}
+	if raw, err := clientcmd.LoadFromFile(dir.KubeconfigPath()); err == nil {
+		session.Context = raw.CurrentContext
+	}
+	srv, err := console.New(console.Options{Config: consoleConfig(admin), Session: session, Log: klog.Background().WithName("console"), StartOnFirstUse: true})
 	if err == nil {
 		var ln net.Listener
-		if ln, err = srv.Listen(port); err == nil {
+		if ln, err = srv.Listen(port); err != nil {
+			err = fmt.Errorf("port %d: %w (choose another with --ui-port, or 0 to turn it off)", port, err)
+		} else {
 			record.URL = srv.URL()
 			go func() {
 				if err := srv.Run(ctx, ln); err != nil {
@@ -107,7 +113,7 @@ func startPlaneConsole(ctx context.Context, dir mgmt.StateDir, admin *rest.Confi
 		}
 	}
 	if err != nil {
-		record.Problem = fmt.Sprintf("the web console is off: port %d: %v (choose another with --ui-port, or 0 to turn it off)", port, err)
+		record.Problem = "the web console is off: " + err.Error()
 		klog.InfoS("Web console not started", "port", port, "error", err.Error())
 	}
 	data, _ := json.Marshal(record)

@@ -165,7 +165,7 @@ func (s *Server) changeTarget(ctx context.Context, key client.ObjectKey, kind, n
 	}
 	if kind == kindControlPlane {
 		ref := c.Spec.ControlPlaneRef
-		if ref.Name == "" || (name != "" && name != ref.Name) {
+		if name != "" && name != ref.Name {
 			return badRequest("Cluster %s has no control plane named %q", key, name)
 		}
 		if c.Spec.Topology.IsDefined() {
@@ -173,6 +173,9 @@ func (s *Server) changeTarget(ctx context.Context, key client.ObjectKey, kind, n
 				e.applyTo(&t.ControlPlane.Replicas, &t.ControlPlane.Rollout.After)
 				return true
 			})
+		}
+		if ref.Name == "" {
+			return badRequest("Cluster %s has no control plane", key)
 		}
 		cp, err := (&contract.Resolver{Reader: s.client}).Get(ctx, s.client, ref, key.Namespace)
 		if err != nil {

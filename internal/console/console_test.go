@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"slices"
@@ -28,17 +29,17 @@ import (
 
 // browser is a signed-in console session, as a browser holds it.
 type browser struct {
-	t    *testing.T
+	t    testing.TB
 	base string
 	http *http.Client
 	csrf string
 }
 
-// startConsole runs a console with cfg's credentials until the test ends
+// startConsole runs a console until the test ends
 // and signs a browser in through its URL.
-func startConsole(t *testing.T, cfg *rest.Config) (*Server, *browser) {
+func startConsole(t testing.TB, opts Options) (*Server, *browser) {
 	t.Helper()
-	srv, err := New(Options{Config: cfg})
+	srv, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func startConsole(t *testing.T, cfg *rest.Config) (*Server, *browser) {
 		}
 	})
 	jar, _ := cookiejar.New(nil)
-	b := &browser{t: t, base: strings.SplitN(srv.URL(), "/?", 2)[0], http: &http.Client{Jar: jar, Timeout: 10 * time.Second}}
+	b := &browser{t: t, base: strings.SplitN(srv.URL(), "/?", 2)[0], http: &http.Client{Jar: jar, Timeout: 30 * time.Second}}
 	resp, err := b.http.Get(srv.URL())
 	if err != nil {
 		t.Fatal(err)
@@ -169,7 +170,7 @@ func createDemo(t *testing.T, ns string) demo {
 func TestConsole(t *testing.T) {
 	ns := env.Namespace(t)
 	d := createDemo(t, ns)
-	srv, b := startConsole(t, env.Config)
+	srv, b := startConsole(t, Options{Config: env.Config})
 	clusterPath := "/api/clusters/" + ns + "/demo"
 
 	t.Run("security", func(t *testing.T) {
@@ -328,6 +329,32 @@ func TestConsole(t *testing.T) {
 		waitFor("the Machine's change in the detail", time.Second, func(e sseEvent) bool {
 			return e.name == "detail" && strings.Contains(e.data, "live-change-marker")
 		})
+
+		// The control plane is a provider object: the console follows its
+		// kind once a view has shown it.
+		kcp := &controlplanev1.KubeadmControlPlane{}
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "demo-cp"}, kcp); err != nil {
+			t.Fatal(err)
+		}
+		kcp.Status.Conditions = []metav1.Condition{{Type: clusterv1.AvailableCondition, Status: metav1.ConditionFalse, Reason: "Probing", Message: "control-plane-marker", LastTransitionTime: metav1.Now()}}
+		if err := env.Client.Status().Update(context.Background(), kcp); err != nil {
+			t.Fatal(err)
+		}
+		waitFor("the control plane's change in the detail", time.Second, func(e sseEvent) bool {
+			return e.name == "detail" && strings.Contains(e.data, "control-plane-marker")
+		})
+
+		gone := fixture.NewCluster(ns, "gone", fixture.Infrastructure(&inmemoryv1.InMemoryCluster{ObjectMeta: metav1.ObjectMeta{Name: "gone"}}))
+		fixture.Create(t, env.Client, gone)
+		waitFor("a new Cluster's row", time.Second, func(e sseEvent) bool {
+			return e.name == "cluster" && strings.Contains(e.data, `"name":"gone"`)
+		})
+		if err := env.Client.Delete(context.Background(), gone); err != nil {
+			t.Fatal(err)
+		}
+		waitFor("a deleted Cluster's removal", time.Second, func(e sseEvent) bool {
+			return e.name == "cluster-deleted" && e.data == `{"name":"gone","namespace":"`+ns+`"}`
+		})
 	})
 
 	t.Run("actions", func(t *testing.T) {
@@ -394,9 +421,81 @@ func TestConsole(t *testing.T) {
 		}
 	})
 
+	t.Run("topology", func(t *testing.T) {
+		// A managed Cluster is scaled and restarted through its topology:
+		// its controller would put a changed MachineDeployment back.
+		ctx := context.Background()
+		topo := fixture.NewCluster(ns, "topo")
+		topo.Spec.Topology = clusterv1.Topology{ClassRef: clusterv1.ClusterClassRef{Name: "none"}, Version: "v1.35.0",
+			ControlPlane: clusterv1.ControlPlaneTopology{Replicas: ptr.To[int32](1)},
+			Workers: clusterv1.WorkersTopology{MachineDeployments: []clusterv1.MachineDeploymentTopology{
+				{Class: "default", Name: "md-a", Replicas: ptr.To[int32](1)}, {Class: "default", Name: "md-b", Replicas: ptr.To[int32](1)}}}}
+		inTopo := map[string]string{clusterv1.ClusterNameLabel: "topo", clusterv1.ClusterTopologyMachineDeploymentNameLabel: "md-b"}
+		md := &clusterv1.MachineDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "topo-md-b-x1", Labels: inTopo},
+			Spec: clusterv1.MachineDeploymentSpec{ClusterName: "topo", Replicas: ptr.To[int32](1),
+				Selector: metav1.LabelSelector{MatchLabels: inTopo},
+				Template: clusterv1.MachineTemplateSpec{ObjectMeta: clusterv1.ObjectMeta{Labels: inTopo}, Spec: clusterv1.MachineSpec{
+					ClusterName: "topo", Version: "v1.35.0", Bootstrap: clusterv1.Bootstrap{DataSecretName: ptr.To("none")},
+					InfrastructureRef: clusterv1.ContractVersionedObjectReference{APIGroup: inmemoryv1.GroupVersion.Group, Kind: "InMemoryMachine", Name: "x"}}}}}
+		fixture.Create(t, env.Client, topo, md)
+		path := "/api/clusters/" + ns + "/topo"
+		if status, reply := b.post(path+"/scale", map[string]any{"kind": "MachineDeployment", "name": md.Name, "replicas": 4}); status != http.StatusOK {
+			t.Fatalf("scale: %d %+v", status, reply)
+		}
+		if status, reply := b.post(path+"/scale", map[string]any{"kind": "ControlPlane", "name": "", "replicas": 3}); status != http.StatusOK {
+			t.Fatalf("scale the control plane: %d %+v", status, reply)
+		}
+		if status, reply := b.post(path+"/rollout-restart", map[string]any{"kind": "MachineDeployment", "name": md.Name}); status != http.StatusOK {
+			t.Fatalf("restart: %d %+v", status, reply)
+		}
+		got := &clusterv1.Cluster{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(topo), got); err != nil {
+			t.Fatal(err)
+		}
+		workers := got.Spec.Topology.Workers.MachineDeployments
+		if ptr.Deref(workers[1].Replicas, 0) != 4 || ptr.Deref(workers[0].Replicas, 0) != 1 || workers[1].Rollout.After.IsZero() || !workers[0].Rollout.After.IsZero() ||
+			ptr.Deref(got.Spec.Topology.ControlPlane.Replicas, 0) != 3 {
+			t.Errorf("topology after scaling md-b to 4, the control plane to 3 and restarting md-b: %+v", got.Spec.Topology)
+		}
+		after := &clusterv1.MachineDeployment{}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(md), after); err != nil || after.Generation != 1 {
+			t.Errorf("the topology's MachineDeployment itself was changed: generation %d (%v)", after.Generation, err)
+		}
+	})
+
+	t.Run("silent workload cluster", func(t *testing.T) {
+		// A workload API server that accepts connections and never answers.
+		silent, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer silent.Close()
+		go func() {
+			for {
+				conn, err := silent.Accept()
+				if err != nil {
+					return
+				}
+				defer conn.Close()
+			}
+		}()
+		quiet := fixture.NewCluster(ns, "quiet", fixture.Infrastructure(&inmemoryv1.InMemoryCluster{ObjectMeta: metav1.ObjectMeta{Name: "quiet"}}))
+		fixture.Create(t, env.Client, quiet, fixture.KubeconfigSecretVia(t, env, ns, "quiet", "https://"+silent.Addr().String()))
+		started := time.Now()
+		var detail Detail
+		b.getJSON("/api/clusters/"+ns+"/quiet", http.StatusOK, &detail)
+		if took := time.Since(started); took > 4*time.Second {
+			t.Errorf("the detail of a cluster whose workload API server is silent took %s, want about 2s", took)
+		}
+		if len(detail.Nodes) != 0 || !strings.Contains(detail.NodesError, "did not answer") {
+			t.Errorf("nodes %+v, nodesError %q; want none and why", detail.Nodes, detail.NodesError)
+		}
+	})
+
 	t.Run("restricted user", func(t *testing.T) {
 		viewer := restrictedUser(t, ns)
-		_, vb := startConsole(t, viewer)
+		// This console starts watching on first use, as the plane's does.
+		_, vb := startConsole(t, Options{Config: viewer, StartOnFirstUse: true})
 		md := &clusterv1.MachineDeployment{}
 		if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "demo-md"}, md); err != nil {
 			t.Fatal(err)
@@ -416,6 +515,20 @@ func TestConsole(t *testing.T) {
 		}
 		if status, reply := vb.post(clusterPath+"/kubeconfig", nil); status != http.StatusForbidden {
 			t.Errorf("a viewer's kubeconfig download: %d %+v, want 403", status, reply)
+		}
+	})
+
+	t.Run("user who may list nothing", func(t *testing.T) {
+		nobody := rest.CopyConfig(env.Config)
+		nobody.Impersonate = rest.ImpersonationConfig{UserName: "console-nobody"}
+		_, nb := startConsole(t, Options{Config: nobody})
+		var fleet struct {
+			Clusters []ClusterSummary `json:"clusters"`
+			Error    string           `json:"error"`
+		}
+		nb.getJSON("/api/clusters", http.StatusOK, &fleet)
+		if len(fleet.Clusters) != 0 || !strings.Contains(fleet.Error, "forbidden") || !strings.Contains(fleet.Error, "console-nobody") {
+			t.Errorf("the fleet of a user who may not list Clusters: %d clusters, error %q; want none and the API server's refusal", len(fleet.Clusters), fleet.Error)
 		}
 	})
 }

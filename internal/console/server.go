@@ -1,6 +1,7 @@
 package console
 
 import (
+	"compress/gzip"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -11,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,6 +55,10 @@ type Options struct {
 	Coalesce time.Duration
 	// WorkloadTimeout bounds reading a workload cluster's Nodes. Default 2s.
 	WorkloadTimeout time.Duration
+	// StartOnFirstUse starts the cache and its watches when a signed-in
+	// browser first asks rather than with Run, so that a console nobody
+	// opens (the plane's) costs the plane no memory and no watches.
+	StartOnFirstUse bool
 }
 
 // Server is a running console: the user's informer cache of the
@@ -77,6 +83,7 @@ type Server struct {
 	providerMu sync.Mutex
 	watched    map[string]bool // provider kinds whose changes are followed
 	runCtx     context.Context // Run's context, for informers started later
+	startOnce  sync.Once
 }
 
 // kinds the console follows from the start; provider kinds are added as
@@ -174,16 +181,8 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	s.providerMu.Lock()
 	s.runCtx = ctx
 	s.providerMu.Unlock()
-	cacheDone := make(chan error, 1)
-	go func() { cacheDone <- s.cache.Start(ctx) }()
-	for _, obj := range followed() {
-		inf, err := s.cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
-		if err != nil {
-			return fmt.Errorf("console: watching %T: %w", obj, err)
-		}
-		if _, err := inf.AddEventHandler(s.changeHandler()); err != nil {
-			return fmt.Errorf("console: watching %T: %w", obj, err)
-		}
+	if !s.opts.StartOnFirstUse {
+		s.startWatching()
 	}
 	if s.session.User == "" {
 		s.session.User = s.whoAmI(ctx)
@@ -195,15 +194,35 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 	case err := <-served:
 		return err
-	case err := <-cacheDone:
-		if err != nil {
-			return fmt.Errorf("console: cache: %w", err)
-		}
 	}
 	shutdown, stop := context.WithTimeout(context.Background(), 2*time.Second)
 	defer stop()
 	_ = srv.Shutdown(shutdown)
 	return nil
+}
+
+// startWatching starts the cache and the watches of the followed kinds,
+// once, for as long as Run runs.
+func (s *Server) startWatching() {
+	s.startOnce.Do(func() {
+		s.providerMu.Lock()
+		ctx := s.runCtx
+		s.providerMu.Unlock()
+		for _, obj := range followed() {
+			inf, err := s.cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+			if err == nil {
+				_, err = inf.AddEventHandler(s.changeHandler())
+			}
+			if err != nil {
+				s.log.Error(err, "Console cannot watch a kind", "kind", fmt.Sprintf("%T", obj))
+			}
+		}
+		go func() {
+			if err := s.cache.Start(ctx); err != nil {
+				s.log.Error(err, "Console cache stopped")
+			}
+		}()
+	})
 }
 
 // whoAmI asks the API server whom the credentials belong to.
@@ -298,6 +317,7 @@ func (s *Server) authenticated(next http.Handler) http.Handler {
 			return
 		}
 		w.Header().Set("Cache-Control", "no-store")
+		s.startWatching()
 		next.ServeHTTP(w, r)
 	})
 }
@@ -321,6 +341,30 @@ func (s *Server) changing(next http.HandlerFunc) http.HandlerFunc {
 func (s *Server) handleSession(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"user": s.session.User, "server": s.session.Server,
 		"context": s.session.Context, "csrfToken": s.csrfToken})
+}
+
+// compressAbove is the size from which a JSON answer is sent gzipped to a
+// browser that accepts it: the fleet of a thousand clusters shrinks about
+// tenfold.
+const compressAbove = 16 << 10
+
+// writeLargeJSON is writeJSON for answers that may be large.
+func writeLargeJSON(w http.ResponseWriter, r *http.Request, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Add("Vary", "Accept-Encoding")
+	if len(data) < compressAbove || !strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+		_, _ = w.Write(data)
+		return
+	}
+	w.Header().Set("Content-Encoding", "gzip")
+	zw, _ := gzip.NewWriterLevel(w, gzip.BestSpeed)
+	_, _ = zw.Write(data)
+	_ = zw.Close()
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -58,7 +58,7 @@ func (s *Server) handleClusters(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		reply.Error = err.Error()
 	}
-	writeJSON(w, http.StatusOK, reply)
+	writeLargeJSON(w, r, reply)
 }
 
 // Detail is the cluster view: the describe tree with every condition, the
@@ -133,7 +133,7 @@ func (s *Server) handleDetail(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, err.Error())
 		return
 	}
-	writeJSON(w, http.StatusOK, d)
+	writeLargeJSON(w, r, d)
 }
 
 // detail reads one cluster's view. Core objects come from the cache,

@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -65,7 +66,7 @@ func (w *workloadClients) list(ctx context.Context, secrets client.Reader, clust
 	}
 	nodes := &corev1.NodeList{}
 	if err := c.List(ctx, nodes); err != nil {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
 			return nil, fmt.Errorf("the workload cluster's API server did not answer within %s", w.timeout)
 		}
 		return nil, fmt.Errorf("listing the workload cluster's Nodes: %w", err)
