@@ -83,6 +83,8 @@ func TestConsoleInBrowser(t *testing.T) {
 		if got := admin.text(`tr[data-cluster="default/web-broken"] [data-field=available]`); got == "Available" {
 			t.Errorf("web-broken, whose infrastructure does not exist, shows %q", got)
 		}
+		admin.waitFor("the stream connected", 10*time.Second, `document.querySelector('[data-testid=live]').textContent === 'connected'`,
+			`document.querySelector('[data-testid=live]').textContent`)
 		admin.shot("fleet")
 
 		for filter, want := range map[string]string{
