@@ -178,6 +178,11 @@ func TestConsoleInBrowser(t *testing.T) {
 				.observe(document.getElementById('cluster-view'), {subtree: true, childList: true, characterData: true});
 			return true;
 		})()`, mdRow))
+		// The fleet rows are built once: an event updates its own row and
+		// leaves the others be. A fold the user opened stays open.
+		eval[bool](admin, `(window.capstanRowA = document.querySelector('tr[data-cluster="default/web-a"]'),
+			window.capstanCellB = document.querySelector('tr[data-cluster="default/web-b"] [data-field=workers]'), true)`)
+		admin.click(mdRow + ` > details.folded > summary`)
 		before := time.Now()
 		// What `kubectl scale machinedeployment web-a-md-0 --replicas 2` sends.
 		scale := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":2}}`))
@@ -193,6 +198,15 @@ func TestConsoleInBrowser(t *testing.T) {
 		admin.waitFor("the fleet row follows", 2*time.Minute,
 			`document.querySelector('tr[data-cluster="default/web-a"] [data-field=workers]').textContent === '2/2'`,
 			`document.querySelector('tr[data-cluster="default/web-a"]').textContent`)
+		if !eval[bool](admin, `document.querySelector('tr[data-cluster="default/web-a"]') === window.capstanRowA`) {
+			t.Error("web-a's fleet row was replaced, not updated in place")
+		}
+		if !eval[bool](admin, `document.querySelector('tr[data-cluster="default/web-b"] [data-field=workers]') === window.capstanCellB`) {
+			t.Error("web-b's fleet row was rebuilt though web-b did not change")
+		}
+		if !eval[bool](admin, fmt.Sprintf(`document.querySelector('%s > details.folded').open`, mdRow)) {
+			t.Error("the conditions fold opened on web-a-md-0 closed when the view updated")
+		}
 	})
 
 	t.Run("scale through the dialog", func(t *testing.T) {

@@ -41,6 +41,9 @@ export function renderCluster(section, detail, act) {
   }
   headerActions.push(el('button', { type: 'button', 'data-action': 'kubeconfig', onclick: () => act({ action: 'kubeconfig' }) }, 'Kubeconfig'));
 
+  // The view is rebuilt on every change; the folds the user opened stay open.
+  const opened = new Set([...section.querySelectorAll('.tree-row:has(> details.folded[open])')].map(rowKey));
+
   const problems = s.problems || [];
   replace(section,
     el('div', { class: 'cluster-head' },
@@ -66,7 +69,12 @@ export function renderCluster(section, detail, act) {
     el('h2', null, 'Events'),
     eventsTable(detail.events || []),
   );
+  for (const row of section.querySelectorAll('.tree-row')) {
+    if (opened.has(rowKey(row))) row.querySelector(':scope > details.folded')?.setAttribute('open', '');
+  }
 }
+
+const rowKey = (row) => `${row.dataset.role}/${row.dataset.kind || ''}/${row.dataset.name || row.dataset.machines || ''}`;
 
 function fact(label, value, cls, field, title) {
   return el('div', { class: 'fact' },
