@@ -96,6 +96,16 @@ func TestBadInputCorpus(t *testing.T) {
 		{[]string{"up", "--backup-every", "1h", "--backup-encryption-key-file", missing}, "--backup-encryption-key-file"},
 		{[]string{"up", "--backup-every", "1h", "--backup-encryption-key-file", keyShort}, "--backup-encryption-key-file"},
 		{[]string{"up", "--controllers=perhaps"}, "--controllers"},
+		{[]string{"up", "--ui-port", "70000"}, "--ui-port"},
+		{[]string{"up", "--ui-port", "-1"}, "--ui-port"},
+		{[]string{"up", "--ui-port", "http"}, "--ui-port"},
+
+		// ui checks its flags before it reads the kubeconfig.
+		{[]string{"ui", "extra"}, `"extra"`},
+		{[]string{"ui", "--port", "70000"}, "--port"},
+		{[]string{"ui", "--port", "-1"}, "--port"},
+		{[]string{"ui", "--kubeconfig", missing}, "--kubeconfig"},
+		{[]string{"ui", "--kubeconfig", garbage}, "--kubeconfig"},
 
 		// down, status
 		{[]string{"down", "now"}, `"now"`},
