@@ -277,6 +277,21 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("rollout restart", func(t *testing.T) {
+		admin.t = t
+		clicked := time.Now().Add(-time.Second) // rollout.after has a resolution of seconds
+		admin.click(`[data-action=rollout-restart][data-target="MachineDeployment/web-b-md-0"]`)
+		admin.click(`[data-testid=confirm-ok]`)
+		fixture.Eventually(t, "web-b-md-0 asked to roll out", 30*time.Second, func(ctx context.Context) string {
+			got := &clusterv1.MachineDeployment{}
+			if err := c.Get(ctx, types.NamespacedName{Namespace: "default", Name: "web-b-md-0"}, got); err != nil {
+				return err.Error()
+			}
+			after := got.Spec.Rollout.After
+			return fixture.Unless(!after.IsZero() && !after.Time.Before(clicked), fmt.Sprintf("spec.rollout.after %v", after))
+		})
+	})
+
 	t.Run("refused by RBAC", func(t *testing.T) {
 		viewer := viewerKubeconfig(t, c, kubeconfig)
 		viewerURL, _ := startConsole(t, viewer)
