@@ -106,6 +106,13 @@ func TestConsoleInBrowser(t *testing.T) {
 		if len(visible) != 1 || visible[0] != "default/web-broken" {
 			t.Errorf("is:problem shows %v, want only default/web-broken", visible)
 		}
+		// The tally's link filters the same way, and the filter is in the
+		// address, to bookmark or share.
+		admin.do("clearing the filter", fill(`[data-testid=filter]`, "")...)
+		admin.click(`[data-testid=tally] [data-filter="is:problem"]`)
+		if got, hash := admin.text(`[data-testid=count]`), eval[string](admin, `location.hash`); got != "1 of 3 clusters" || hash != "#/?q=is%3Aproblem" {
+			t.Errorf("after the tally's problem link: count %q at %q, want 1 of 3 clusters at #/?q=is%%3Aproblem", got, hash)
+		}
 		admin.do("clearing the filter", fill(`[data-testid=filter]`, "")...)
 	})
 

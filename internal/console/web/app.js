@@ -13,6 +13,14 @@ const liveEl = document.querySelector('[data-testid=live]');
 const errorEl = document.querySelector('[data-testid=error]');
 const crumbsEl = document.getElementById('crumbs');
 const fleet = new Fleet(fleetSection);
+// The filter lives in the address (#/?q=…), so a filtered fleet can be
+// bookmarked, shared, and is still there after a visit to a cluster.
+let lastFilter = '';
+fleet.onFilter = (text) => {
+  if (route.view !== 'fleet') return;
+  route.filter = lastFilter = text;
+  history.replaceState(null, '', text ? `#/?q=${encodeURIComponent(text)}` : '#/');
+};
 
 let route = { view: 'fleet' };
 let detail = null; // the detail payload of the cluster on screen
@@ -36,7 +44,8 @@ function parseRoute() {
   const hash = location.hash.replace(/^#/, '') || '/';
   const m = hash.match(/^\/clusters\/([^/]+)\/([^/]+)\/?$/);
   if (m) return { view: 'cluster', namespace: decodeURIComponent(m[1]), name: decodeURIComponent(m[2]) };
-  return { view: 'fleet' };
+  const q = hash.match(/^\/\?q=(.*)$/);
+  return { view: 'fleet', filter: q ? decodeURIComponent(q[1]) : '' };
 }
 
 const routeKey = () => (route.view === 'cluster' ? `${route.namespace}/${route.name}` : '');
@@ -48,13 +57,19 @@ async function showRoute() {
   clusterSection.hidden = route.view !== 'cluster';
   if (route.view === 'fleet') {
     detail = null;
+    const input = fleetSection.querySelector('[data-testid=filter]');
+    if (input.value !== route.filter) {
+      input.value = route.filter;
+      fleet.setFilter(route.filter);
+    }
     replace(crumbsEl, el('span', null, 'Clusters'));
     document.title = 'Clusters · Capstan';
     await fleetLoaded;
     if (gen === generation) connect('');
     return;
   }
-  replace(crumbsEl, el('a', { href: '#/' }, 'Clusters'), ' / ', el('span', null, route.namespace), ' / ',
+  const back = lastFilter ? `#/?q=${encodeURIComponent(lastFilter)}` : '#/';
+  replace(crumbsEl, el('a', { href: back }, 'Clusters'), ' / ', el('span', null, route.namespace), ' / ',
     el('span', null, route.name));
   document.title = `${route.name} · Capstan`;
   if (!detail || key(detail.summary || {}) !== routeKey()) {

@@ -46,6 +46,8 @@ export class Fleet {
     this.tbody = section.querySelector('[data-testid=fleet] tbody');
     this.filterInput = section.querySelector('[data-testid=filter]');
     this.countEl = section.querySelector('[data-testid=count]');
+    this.tallyEl = section.querySelector('[data-testid=tally]');
+    this.tallyText = '';
     this.errorEl = section.querySelector('#fleet-error');
     this.rows = new Map(); // key → { tr, json, summary, shown }
     this.keys = []; // sorted, the order of the rows in the table
@@ -58,6 +60,7 @@ export class Fleet {
   }
 
   setFilter(text) {
+    if (this.onFilter) this.onFilter(text);
     this.match = parseFilter(text);
     for (const row of this.rows.values()) this.applyFilter(row);
     this.updateCount();
@@ -169,11 +172,30 @@ export class Fleet {
     if (row.tr.hidden === row.shown) row.tr.hidden = !row.shown;
   }
 
+  // updateCount says how many rows show, and how many clusters need a
+  // look: each figure is a link that filters the table down to them.
   updateCount() {
     let shown = 0;
-    for (const row of this.rows.values()) if (row.shown) shown++;
+    const tally = { problem: 0, paused: 0, deleting: 0 };
+    for (const row of this.rows.values()) {
+      if (row.shown) shown++;
+      if (hasProblem(row.summary)) tally.problem++;
+      if (row.summary.paused) tally.paused++;
+      if (row.summary.deleting) tally.deleting++;
+    }
     const total = this.rows.size;
     this.countEl.textContent = `${shown} of ${total} cluster${total === 1 ? '' : 's'}`;
+    const text = `${tally.problem}/${tally.paused}/${tally.deleting}`;
+    if (this.tallyText === text) return;
+    this.tallyText = text;
+    const link = (n, word, filter, cls) => (n ? el('button', {
+      type: 'button', class: `link ${cls}`, 'data-filter': filter,
+      onclick: () => { this.filterInput.value = filter; this.setFilter(filter); },
+    }, `${n} ${word}`) : null);
+    replace(this.tallyEl,
+      link(tally.problem, tally.problem === 1 ? 'with a problem' : 'with problems', 'is:problem', 'bad'),
+      link(tally.paused, 'paused', 'is:paused', 'warn'),
+      link(tally.deleting, 'deleting', 'is:deleting', 'bad'));
   }
 
   refreshAges() {
