@@ -312,6 +312,10 @@ func TestConsoleInBrowser(t *testing.T) {
 		if !strings.Contains(shown, "forbidden") || !strings.Contains(shown, "console-viewer") {
 			t.Errorf("the error shows %q, want the API server's 403 naming the user", shown)
 		}
+		// What the viewer may not read is said, not silently missing.
+		if w := tb.text(`[data-testid=warnings]`); !strings.Contains(w, "forbidden") {
+			t.Errorf("the viewer's cluster view warns %q, want why some objects cannot be read", w)
+		}
 		tb.shot("refused")
 		got := &clusterv1.MachineDeployment{}
 		if err := c.Get(ctx, md, got); err != nil {

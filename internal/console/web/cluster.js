@@ -61,6 +61,11 @@ export function renderCluster(section, detail, act) {
     s.available && s.available.status !== 'True' && s.available.message
       ? el('p', { class: `banner ${statusClass(s.available.status)}` }, s.available.message) : null,
     problems.length ? el('ul', { class: 'problem-list', 'data-testid': 'problems' }, problems.map((p) => el('li', null, p))) : null,
+    // What could not be read (RBAC, most often): the tree shows such
+    // objects as missing, and this says why.
+    (detail.warnings || []).length ? el('div', { class: 'warnings', 'data-testid': 'warnings' },
+      el('strong', null, 'Not everything could be read:'),
+      el('ul', null, detail.warnings.map((w) => el('li', null, w)))) : null,
     el('h2', null, 'Objects'),
     el('div', { class: 'tree', 'data-testid': 'tree' }, treeRows),
     el('h2', null, 'Nodes'),
