@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"syscall"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
@@ -115,26 +116,35 @@ func Start(ctx context.Context, opts Options) (_ *Plane, err error) {
 	// A run file left by a killed instance describes nobody now.
 	dir.clearRunInfo()
 
-	var listener net.Listener
-	if p.Ports, listener, err = dir.bindPorts(opts.APIServerPort); err != nil {
-		return nil, err
-	}
-
 	if err := dir.pki().ensure(time.Now()); err != nil {
-		listener.Close()
 		return nil, fmt.Errorf("preparing certificates in %s: %w", dir.pki().dir, err)
 	}
-	p.Admin = dir.restConfig(p.Ports, adminClient)
-	p.Controllers = dir.restConfig(p.Ports, controllersClient)
-
 	logLevel := opts.EtcdLogLevel
 	if logLevel == "" {
 		logLevel = "error"
 	}
-	if p.etcd, err = startEtcd(ctx, dir, p.Ports, logLevel); err != nil {
+	fresh := !dir.hasEtcdData()
+	var listener net.Listener
+	for attempt := 1; ; attempt++ {
+		if p.Ports, listener, err = dir.bindPorts(opts.APIServerPort); err != nil {
+			return nil, err
+		}
+		if p.etcd, err = startEtcd(ctx, dir, p.Ports, logLevel); err == nil {
+			break
+		}
 		listener.Close()
-		return nil, err
+		// etcd's ports are free when chosen but not held until etcd binds
+		// them: another process may take one in between. A plane that has
+		// never run can move to other ports; one that has keeps its own.
+		if !fresh || attempt == 5 || !errors.Is(err, syscall.EADDRINUSE) {
+			return nil, err
+		}
+		if err := dir.forgetPorts(); err != nil {
+			return nil, err
+		}
 	}
+	p.Admin = dir.restConfig(p.Ports, adminClient)
+	p.Controllers = dir.restConfig(p.Ports, controllersClient)
 
 	apiCtx, stopAPI := context.WithCancel(context.Background())
 	p.stopAPIServer = stopAPI
