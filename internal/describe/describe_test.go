@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -362,6 +363,38 @@ func TestGroupingCollapsesOnlySameState(t *testing.T) {
 	want = "True=demo-md-0-old-a1+demo-md-0-old-a2"
 	if got := machineGroups(o); got != want {
 		t.Errorf("groups %s, want %s", got, want)
+	}
+
+	// Nor do Machines in another phase or at another version: an upgrade
+	// shows its old and new Machines apart, each with its phase.
+	o = rollingOut()
+	for i := range o.Machines {
+		m := &o.Machines[i]
+		m.Spec.Version, m.Status.Phase = "v1.35.8", "Running"
+		switch m.Name {
+		case "demo-md-0-old-a1":
+			m.Status.Phase = "Deleting"
+		case "demo-control-plane-c2":
+			m.Spec.Version = "v1.35.9"
+		}
+	}
+	if got, want := machineGroups(o), "True=demo-md-0-new-k3j7s+demo-md-0-old-a2"; got != want {
+		t.Errorf("groups %s, want %s (the Deleting one and the control plane at two versions apart)", got, want)
+	}
+	var phases []string
+	var walk func(n *Node)
+	walk = func(n *Node) {
+		if n.Role == RoleMachine {
+			phases = append(phases, n.Name+"="+n.Phase+"@"+n.Version)
+		}
+		for _, c := range n.Children {
+			walk(c)
+		}
+	}
+	walk(Build(o, Options{}))
+	sort.Strings(phases)
+	if got := strings.Join(phases, " "); !strings.Contains(got, "demo-md-0-old-a1=Deleting@v1.35.8") || !strings.Contains(got, "demo-control-plane-c2=Running@v1.35.9") {
+		t.Errorf("Machine rows %s, want each Machine's phase and version", got)
 	}
 }
 

@@ -85,8 +85,13 @@ type Node struct {
 	Kind string `json:"kind,omitempty"`
 	Name string `json:"name,omitempty"`
 	// Version is the Kubernetes version a Topology row's Cluster is taken
-	// to (spec.topology.version).
+	// to (spec.topology.version), or a Machine's (spec.version): in an
+	// upgrade it tells the old Machines from the new.
 	Version string `json:"version,omitempty"`
+	// Phase is a Machine's or MachinePool's status.phase (Provisioning,
+	// Running, Deleting, …): where it is in its life, which conditions
+	// alone do not say at a glance.
+	Phase string `json:"phase,omitempty"`
 	// Replicas are the object's replica counters, for objects that have
 	// replicas.
 	Replicas *Replicas `json:"replicas,omitempty"`
@@ -259,7 +264,7 @@ func Build(o Objects, opts Options) *Node {
 	}
 	for i := range o.MachinePools {
 		mp := &o.MachinePools[i]
-		n := &Node{Role: RoleMachinePool, Kind: "MachinePool", Name: mp.Name, Replicas: &Replicas{
+		n := &Node{Role: RoleMachinePool, Kind: "MachinePool", Name: mp.Name, Phase: mp.Status.Phase, Replicas: &Replicas{
 			Desired: mp.Spec.Replicas, Current: mp.Status.Replicas, Available: mp.Status.AvailableReplicas,
 			Ready: mp.Status.ReadyReplicas, UpToDate: mp.Status.UpToDateReplicas,
 		}}
@@ -317,10 +322,10 @@ func topologyNode(c *clusterv1.Cluster, conditions []Condition, opts Options) *N
 }
 
 func machineNode(m *clusterv1.Machine, o Objects, opts Options) *Node {
-	n := &Node{Role: RoleMachine, Kind: "Machine", Name: m.Name}
+	n := &Node{Role: RoleMachine, Kind: "Machine", Name: m.Name, Phase: m.Status.Phase, Version: m.Spec.Version}
 	setConditions(n, fromTyped(m.Status.Conditions), clusterv1.ReadyCondition, opts)
 	n.alsoSame = conditionStatus(m.Status.Conditions, clusterv1.AvailableCondition) + "/" +
-		conditionStatus(m.Status.Conditions, clusterv1.UpToDateCondition)
+		conditionStatus(m.Status.Conditions, clusterv1.UpToDateCondition) + "/" + n.Phase + "/" + n.Version
 	for _, p := range []struct {
 		role string
 		obj  *unstructured.Unstructured
@@ -478,7 +483,7 @@ func group(n *Node) {
 			continue
 		}
 		done[k] = true
-		g := &Node{Role: RoleMachineGroup, Kind: "Machine"}
+		g := &Node{Role: RoleMachineGroup, Kind: "Machine", Phase: same[0].Phase, Version: same[0].Version}
 		status := *same[0].Status
 		for _, m := range same {
 			g.Machines = append(g.Machines, m.Name)

@@ -142,9 +142,14 @@ func TestConsoleInBrowser(t *testing.T) {
 				t.Errorf("Machine %s has no Node yet though the cluster is Available", m.Name)
 				continue
 			}
-			admin.waitFor("Node "+m.Status.NodeRef.Name, 20*time.Second,
-				fmt.Sprintf(`document.querySelector('[data-testid=nodes] tr[data-node=%s]')?.textContent.includes(%s)`, jsString(m.Status.NodeRef.Name), jsString(m.Name)),
+			admin.waitFor("Node "+m.Status.NodeRef.Name+" Ready beside its Machine", 20*time.Second,
+				fmt.Sprintf(`(t => t?.includes(%s) && t.includes('Ready') && !t.includes('NotReady'))(document.querySelector('[data-testid=nodes] tr[data-node=%s]')?.textContent)`,
+					jsString(m.Name), jsString(m.Status.NodeRef.Name)),
 				`document.querySelector('[data-testid=nodes]')?.innerText`)
+			// Each Machine row says where the Machine is in its life.
+			admin.waitFor("Machine "+m.Name+" phase "+m.Status.Phase, 20*time.Second,
+				fmt.Sprintf(`document.querySelector('[data-testid=tree] [data-kind=Machine][data-name=%s]')?.textContent.includes(%s)`, jsString(m.Name), jsString(m.Status.Phase)),
+				`document.querySelector('[data-testid=tree]')?.innerText`)
 		}
 		admin.shot("cluster-web-a")
 

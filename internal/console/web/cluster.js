@@ -117,6 +117,16 @@ const roleLabels = {
   Topology: 'topology',
 };
 
+// nodeReadiness reads a Node's Ready condition status ("True", "False",
+// "Unknown" or empty when the Node reports none).
+function nodeReadiness(n) {
+  switch (n.ready) {
+    case 'True': return { text: 'Ready', cls: 'ok' };
+    case 'False': return { text: 'NotReady', cls: 'bad' };
+    default: return { text: 'Ready unknown', cls: 'warn' };
+  }
+}
+
 function treeRow(node, depth, nodesByMachine, rowActions) {
   const grouped = node.role === 'MachineGroup';
   const label = [];
@@ -135,8 +145,9 @@ function treeRow(node, depth, nodesByMachine, rowActions) {
   if (node.role === 'Machine') {
     const n = nodesByMachine.get(node.name);
     if (n) {
-      extra.push(el('span', { class: `node-ref ${n.ready ? 'ok' : 'bad'}`, title: n.providerID || null },
-        'Node ', el('span', { class: 'mono' }, n.name), n.ready ? ' Ready' : ' NotReady'));
+      const r = nodeReadiness(n);
+      extra.push(el('span', { class: `node-ref ${r.cls}`, title: n.providerID || null },
+        'Node ', el('span', { class: 'mono' }, n.name), ` ${r.text}`));
     }
   }
   // The summary and whatever is unusual or explains itself are shown; the
@@ -196,7 +207,7 @@ function nodesTable(nodes) {
     el('tbody', null, nodes.map((n) => el('tr', { 'data-node': n.name },
       el('td', { class: 'mono' }, n.name),
       el('td', { class: 'mono' }, n.machine || '–'),
-      el('td', null, el('span', { class: `badge ${n.ready ? 'ok' : 'bad'}` }, n.ready ? 'Ready' : 'NotReady')),
+      el('td', null, el('span', { class: `badge ${nodeReadiness(n).cls}` }, nodeReadiness(n).text)),
       el('td', { class: 'mono' }, n.version || ''),
       el('td', null, (n.roles || []).join(', ')),
       el('td', { class: 'mono muted' }, n.providerID || '')))));
