@@ -90,7 +90,7 @@ type Server struct {
 // cluster views show them.
 func followed() []client.Object {
 	return []client.Object{&clusterv1.Cluster{}, &clusterv1.MachineDeployment{}, &clusterv1.MachineSet{},
-		&clusterv1.MachinePool{}, &clusterv1.Machine{}, &corev1.Event{}}
+		&clusterv1.MachinePool{}, &clusterv1.Machine{}, &clusterv1.MachineHealthCheck{}, &corev1.Event{}}
 }
 
 // New prepares a console; Listen and Run start it.

@@ -217,6 +217,17 @@ func (s *Server) events(ctx context.Context, objs describe.Objects) []EventInfo 
 			add(u.GetKind(), u.GetName())
 		}
 	}
+	// A health check's verdict is an event about the Machine, which may be
+	// gone by now (remediated); the event also names the check, which is
+	// the cluster's, so the verdict stays in the timeline.
+	checks := &clusterv1.MachineHealthCheckList{}
+	if err := s.cache.List(ctx, checks, client.InNamespace(objs.Cluster.Namespace)); err == nil {
+		for _, c := range checks.Items {
+			if c.Spec.ClusterName == objs.Cluster.Name {
+				add("MachineHealthCheck", c.Name)
+			}
+		}
+	}
 	list := &corev1.EventList{}
 	if err := s.cache.List(ctx, list, client.InNamespace(objs.Cluster.Namespace)); err != nil {
 		return []EventInfo{}
@@ -228,7 +239,8 @@ func (s *Server) events(ctx context.Context, objs describe.Objects) []EventInfo 
 	var found []timed
 	for i := range list.Items {
 		e := &list.Items[i]
-		if !names[e.InvolvedObject.Kind+"/"+e.InvolvedObject.Name] {
+		related := e.Related != nil && names[e.Related.Kind+"/"+e.Related.Name]
+		if !names[e.InvolvedObject.Kind+"/"+e.InvolvedObject.Name] && !related {
 			continue
 		}
 		at := e.LastTimestamp.Time

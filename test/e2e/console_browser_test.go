@@ -11,11 +11,13 @@ import (
 
 	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
@@ -27,7 +29,9 @@ import (
 // the clusters with their states and filters them, a cluster's view shows
 // its tree, conditions and Nodes, a scale done outside the console shows
 // within a second, the confirmed actions take effect, and a user whom RBAC
-// refuses sees the API server's message while nothing changes. One plane
+// refuses sees the API server's message while nothing changes; a remediation
+// shows the MachineHealthCheck's verdict on the unhealthy Machine and its
+// replacement. One plane
 // and one browser serve every step.
 func TestConsoleInBrowser(t *testing.T) {
 	b := newBrowser(t) // first: without Chromium there is nothing to start
@@ -329,6 +333,57 @@ func TestConsoleInBrowser(t *testing.T) {
 		if got.Spec.Replicas == nil || *got.Spec.Replicas != 1 {
 			t.Errorf("web-a-md-0 has %v replicas after a refused scale, want 1 still", got.Spec.Replicas)
 		}
+	})
+
+	t.Run("remediation", func(t *testing.T) {
+		admin.t = t
+		admin.do("opening web-a", navigateHash("#/clusters/default/web-a"))
+		var worker clusterv1.Machine
+		fixture.Eventually(t, "web-a-md-0's one Machine with its Node", 2*time.Minute, func(ctx context.Context) string {
+			list := &clusterv1.MachineList{}
+			if err := c.List(ctx, list, client.InNamespace("default"), client.MatchingLabels{clusterv1.MachineDeploymentNameLabel: "web-a-md-0"}); err != nil {
+				return err.Error()
+			}
+			if len(list.Items) != 1 || list.Items[0].Status.NodeRef.Name == "" || !list.Items[0].DeletionTimestamp.IsZero() {
+				return fmt.Sprintf("%d Machines", len(list.Items))
+			}
+			worker = list.Items[0]
+			return ""
+		})
+		fixture.Create(t, c, &clusterv1.MachineHealthCheck{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web-a-workers"},
+			Spec: clusterv1.MachineHealthCheckSpec{
+				ClusterName: "web-a",
+				Selector:    metav1.LabelSelector{MatchLabels: map[string]string{clusterv1.MachineDeploymentNameLabel: "web-a-md-0"}},
+				Checks: clusterv1.MachineHealthCheckChecks{UnhealthyNodeConditions: []clusterv1.UnhealthyNodeCondition{
+					{Type: corev1.NodeReady, Status: corev1.ConditionFalse, TimeoutSeconds: ptr.To[int32](1)},
+				}},
+			},
+		})
+		// The worker's Node goes NotReady, as a stopped kubelet leaves it.
+		workload := workloadOf(t, p, "web-a")
+		node, err := workload.CoreV1().Nodes().Get(ctx, worker.Status.NodeRef.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range node.Status.Conditions {
+			if node.Status.Conditions[i].Type == corev1.NodeReady {
+				node.Status.Conditions[i].Status, node.Status.Conditions[i].Reason = corev1.ConditionFalse, "KubeletStopped"
+				node.Status.Conditions[i].Message = "the test stopped the kubelet"
+			}
+		}
+		if _, err := workload.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		treeText := `document.querySelector('[data-testid=tree]')?.innerText`
+		// The verdict stays in the timeline after the Machine is gone.
+		admin.waitFor("the MachineHealthCheck's verdict on "+worker.Name+" in the events", time.Minute,
+			fmt.Sprintf(`[...document.querySelectorAll('[data-testid=events] tr')].some(r => r.textContent.includes('MachineMarkedUnhealthy') && r.textContent.includes(%s))`, jsString(worker.Name)),
+			`document.querySelector('[data-testid=events]')?.innerText`)
+		admin.waitFor("a Running replacement, and "+worker.Name+" gone", 3*time.Minute,
+			fmt.Sprintf(`(ms => !ms.some(m => m.dataset.name === %s) && ms.some(m => m.dataset.name.startsWith('web-a-md-0-') && m.textContent.includes('Running')))([...document.querySelectorAll('[data-testid=tree] [data-kind=Machine]')])`,
+				jsString(worker.Name)), treeText)
+		admin.shot("remediated")
 	})
 	t.Logf("the console's browser test took %s", time.Since(started).Round(time.Second))
 }
