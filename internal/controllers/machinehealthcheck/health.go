@@ -262,6 +262,22 @@ func (r *Reconciler) mark(ctx context.Context, s *scope, m *clusterv1.Machine, v
 		}
 	}
 	external := s.mhc.Spec.Remediation.TemplateRef.IsDefined()
+	// Events that announce a condition change are recorded once the change
+	// is written: a reconcile from a stale read, whose write is refused,
+	// must not announce it a second time.
+	var announce []func()
+	later := func(reason, action, note string, args ...any) {
+		announce = append(announce, func() { r.event(m, s.mhc, corev1.EventTypeWarning, reason, action, note, args...) })
+	}
+	apply := func() error {
+		if err := r.applyConditions(ctx, s, m, want, leave); err != nil {
+			return err
+		}
+		for _, a := range announce {
+			a()
+		}
+		return nil
+	}
 	if v.Healthy {
 		want[clusterv1.HealthCheckSucceededCondition] = &metav1.Condition{Type: clusterv1.HealthCheckSucceededCondition, Status: metav1.ConditionTrue, Reason: plan.HealthyReason}
 		// A request nobody acted on yet is withdrawn.
@@ -273,11 +289,13 @@ func (r *Reconciler) mark(ctx context.Context, s *scope, m *clusterv1.Machine, v
 						return err
 					}
 				}
-				r.event(m, s.mhc, corev1.EventTypeNormal, "RemediationWithdrawn", "Check",
-					"Machine %s is healthy again; its remediation request is withdrawn", m.Name)
+				announce = append(announce, func() {
+					r.event(m, s.mhc, corev1.EventTypeNormal, "RemediationWithdrawn", "Check",
+						"Machine %s is healthy again; its remediation request is withdrawn", m.Name)
+				})
 			}
 		}
-		return r.applyConditions(ctx, s, m, want, leave)
+		return apply()
 	}
 	msg := v.Message
 	if v.FailedCondition != "" {
@@ -288,7 +306,7 @@ func (r *Reconciler) mark(ctx context.Context, s *scope, m *clusterv1.Machine, v
 	switch {
 	case shortCircuited:
 		if c := meta.FindStatusCondition(m.Status.Conditions, clusterv1.HealthCheckSucceededCondition); c == nil || c.Status != metav1.ConditionFalse {
-			r.event(m, s.mhc, corev1.EventTypeWarning, "RemediationRestricted", "Check",
+			later("RemediationRestricted", "Check",
 				"Machine %s is unhealthy (%s) but is not remediated: %s", m.Name, why, s.decision.Message)
 		}
 	case external:
@@ -300,7 +318,7 @@ func (r *Reconciler) mark(ctx context.Context, s *scope, m *clusterv1.Machine, v
 			}
 			want[clusterv1.ExternallyRemediatedCondition] = &metav1.Condition{Type: clusterv1.ExternallyRemediatedCondition, Status: metav1.ConditionFalse, Reason: WaitingForRemediationReason,
 				Message: fmt.Sprintf("Waiting for %s %s to remediate the Machine", externalKind(s.mhc.Spec.Remediation.TemplateRef.Kind), m.Name)}
-			r.event(m, s.mhc, corev1.EventTypeWarning, "MachineMarkedUnhealthy", "Remediate",
+			later("MachineMarkedUnhealthy", "Remediate",
 				"Machine %s is unhealthy (%s); created %s %s to remediate it", m.Name, why, externalKind(s.mhc.Spec.Remediation.TemplateRef.Kind), m.Name)
 		}
 	default:
@@ -309,11 +327,11 @@ func (r *Reconciler) mark(ctx context.Context, s *scope, m *clusterv1.Machine, v
 		if want[clusterv1.OwnerRemediatedCondition] == nil {
 			want[clusterv1.OwnerRemediatedCondition] = &metav1.Condition{Type: clusterv1.OwnerRemediatedCondition, Status: metav1.ConditionFalse, Reason: WaitingForRemediationReason,
 				Message: "Waiting for the owner of the Machine to remediate it"}
-			r.event(m, s.mhc, corev1.EventTypeWarning, "MachineMarkedUnhealthy", "Remediate",
+			later("MachineMarkedUnhealthy", "Remediate",
 				"Machine %s is unhealthy (%s); its owner is asked to remediate it", m.Name, why)
 		}
 	}
-	return r.applyConditions(ctx, s, m, want, leave)
+	return apply()
 }
 
 // applyConditions server-side applies exactly the owned conditions in want

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	eventsv1 "k8s.io/api/events/v1"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -309,6 +311,24 @@ func TestUnhealthyNodeIsReplaced(t *testing.T) {
 	}
 	running(t, ns, 3, victim.Name)
 	mhcStatus(t, mhc, 3, 3, metav1.ConditionTrue, "0 of 3")
+	// One verdict, announced once: a reconcile from a stale read, whose
+	// write is refused, does not record it again.
+	events := &eventsv1.EventList{}
+	if err := mgmt.Client.List(context.Background(), events, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	announced := 0
+	for _, e := range events.Items {
+		if e.Reason == "MachineMarkedUnhealthy" && e.Regarding.Name == victim.Name {
+			announced++
+			if e.Series != nil {
+				announced += int(e.Series.Count) - 1
+			}
+		}
+	}
+	if announced != 1 {
+		t.Errorf("MachineMarkedUnhealthy recorded %d times for %s, want once", announced, victim.Name)
+	}
 }
 
 func TestTooManyUnhealthyShortCircuits(t *testing.T) {
