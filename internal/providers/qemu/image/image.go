@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -155,7 +157,7 @@ func Ensure(ctx context.Context, o Options) (Image, error) {
 	if err != nil {
 		return Image{}, err
 	}
-	defer os.RemoveAll(tmp)
+	defer removeBuildDir(tmp)
 	if err := build(ctx, tmp, mirror, progress); err != nil {
 		return Image{}, fmt.Errorf("image: building %s: %w", id, err)
 	}
@@ -355,7 +357,7 @@ func build(ctx context.Context, dir, mirror string, progress func(string)) error
 	if err := run(ctx, "mkfs.ext4", "-q", "-F", "-L", "capstan-root", "-d", rootfs, raw, fmt.Sprintf("%dM", size>>20)); err != nil {
 		return err
 	}
-	if err := os.RemoveAll(rootfs); err != nil {
+	if err := removeBuildDir(rootfs); err != nil {
 		return err
 	}
 	progress("building the guest image: converting the disk to qcow2")
@@ -409,9 +411,74 @@ func treeSize(dir string) (int64, error) {
 	return total, err
 }
 
+// removeBuildDir deletes a build directory, but never through a mount:
+// mmdebstrap mounts the host's /proc, /sys and /dev inside the root file
+// system while it installs, and a build it could not clean up after (killed)
+// would leave them there. Those are unmounted first; if one cannot be, the
+// directory stays.
+func removeBuildDir(dir string) error {
+	mounts, err := mountsUnder(dir)
+	if err != nil {
+		return err
+	}
+	for _, m := range mounts {
+		if err := syscall.Unmount(m, syscall.MNT_DETACH); err != nil {
+			return fmt.Errorf("image: %s is still mounted (%v): unmount it, then delete %s", m, err, dir)
+		}
+	}
+	if mounts, err := mountsUnder(dir); err != nil || len(mounts) > 0 {
+		return fmt.Errorf("image: %v are still mounted in %s (%v): unmount them, then delete it", mounts, dir, err)
+	}
+	return os.RemoveAll(dir)
+}
+
+// mountsUnder lists the mount points at or below dir, deepest first.
+func mountsUnder(dir string) ([]string, error) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	var found []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		mp := unescapeMountPath(f[4])
+		if mp == dir || strings.HasPrefix(mp, dir+"/") {
+			found = append(found, mp)
+		}
+	}
+	sort.Slice(found, func(i, j int) bool { return len(found[i]) > len(found[j]) })
+	return found, nil
+}
+
+// unescapeMountPath undoes mountinfo's octal escapes (\040 for a space, …).
+func unescapeMountPath(s string) string {
+	if !strings.Contains(s, "\\") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
 // run runs a build tool; its output is returned in the error when it fails.
+// When ctx ends the tool gets SIGTERM, so that mmdebstrap unmounts what it
+// mounted before it exits.
 func run(ctx context.Context, name string, args ...string) error {
 	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 2 * time.Minute
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		tail := string(out)
