@@ -57,7 +57,9 @@ const Suite = "bookworm"
 // Packages are installed into the image on top of Debian's "apt" variant
 // (essential packages plus apt).
 var Packages = []string{
-	"linux-image-amd64", "systemd-sysv", "udev", "cloud-init", "openssh-server",
+	// dbus: without it systemd-logind does not run, and nothing acts on
+	// the ACPI power button vm.Shutdown presses.
+	"linux-image-amd64", "systemd-sysv", "udev", "dbus", "cloud-init", "openssh-server",
 	"ifupdown", "isc-dhcp-client", "iproute2", "netbase", "ca-certificates",
 	"nftables", "conntrack", "iptables", "ethtool", "socat", "kmod",
 	"e2fsprogs", "procps", "curl",
