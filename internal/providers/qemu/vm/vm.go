@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -198,7 +199,7 @@ func complete(spec Spec) (Spec, error) {
 			return spec, fmt.Errorf("vm: Spec.%s is empty: use the Image image.Ensure returns", field)
 		}
 	}
-	if spec.Hostname == "" || len(spec.Hostname) > 63 || strings.ContainsAny(spec.Hostname, ",= \t\n/") {
+	if !hostnamePattern.MatchString(spec.Hostname) {
 		return spec, fmt.Errorf("vm: Spec.Hostname %q must be a host name (1 to 63 letters, digits, '-' or '.')", spec.Hostname)
 	}
 	if spec.InstanceID == "" {
@@ -223,6 +224,10 @@ func complete(spec Spec) (Spec, error) {
 	}
 	return spec, nil
 }
+
+// hostnamePattern is what Spec.Hostname may be: it becomes the guest's host
+// name and QEMU's -name, where a comma would split the option.
+var hostnamePattern = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.-]{0,61}[A-Za-z0-9])?$`)
 
 // createOverlay makes the VM's disk: a qcow2 file of sizeGiB that reads
 // through to the image's disk for what the VM has not written.
