@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -151,8 +152,10 @@ func Start(ctx context.Context, spec Spec) error {
 		return err
 	}
 	done := make(chan struct{})
+	reapers.Store(spec.Dir, done)
 	go func() {
 		defer close(done)
+		defer reapers.CompareAndDelete(spec.Dir, done)
 		err := cmd.Wait()
 		_ = atomicfile.WriteFile(filepath.Join(spec.Dir, exitFile), []byte(exitReason(err)+"\n"), 0o600)
 	}()
@@ -178,6 +181,12 @@ func Start(ctx context.Context, spec Spec) error {
 		}
 	}
 }
+
+// reapers holds, by VM directory, a channel closed once this process has
+// reaped the QEMU it started there and recorded how it ended. Exited waits
+// for it, so that whoever sees a VM end (Remove deleting its directory,
+// Inspect reading why) comes after that record, never before.
+var reapers sync.Map
 
 // complete checks spec and fills in its defaults.
 func complete(spec Spec) (Spec, error) {
@@ -368,7 +377,9 @@ func lastLines(path string, n int) string {
 // once when it does not run); it holds no lock and costs one goroutine and
 // one file descriptor (a pidfd, which the runtime's poller wakes on exit),
 // so a manager can wait on every VM without polling. When ctx ends first
-// the watch stops and the channel stays open.
+// the watch stops and the channel stays open. When this process started the
+// VM, the channel closes only after it has recorded how QEMU ended, so an
+// Inspect that follows reports it.
 func Exited(ctx context.Context, dir string) (<-chan struct{}, error) {
 	ch := make(chan struct{})
 	pid, err := runningPID(dir)
@@ -410,6 +421,11 @@ func Exited(ctx context.Context, dir string) (<-chan struct{}, error) {
 			return err != nil || n > 0
 		})
 		if stop() && err == nil {
+			if abs, err := filepath.Abs(dir); err == nil {
+				if done, ok := reapers.Load(abs); ok {
+					<-done.(chan struct{})
+				}
+			}
 			close(ch)
 		}
 	}()
