@@ -500,3 +500,8 @@ func Remove(ctx context.Context, dir string, grace time.Duration) error {
 	}
 	return os.RemoveAll(dir)
 }
+
+// ConsoleLog is the file the guest's serial console of dir goes to: the
+// kernel's, systemd's and cloud-init's messages, for a human diagnosing a
+// machine that does not come up.
+func ConsoleLog(dir string) string { return filepath.Join(dir, consoleFile) }
