@@ -1,6 +1,7 @@
 package image
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -127,6 +128,7 @@ func Ensure(ctx context.Context, o Options) (Image, error) {
 	if err != nil {
 		return Image{}, err
 	}
+	pruneBinaries(filepath.Join(o.CacheDir, "capstan"), filepath.Dir(bin), time.Now().Add(-binaryKeep))
 	id := RecipeID()
 	img := Image{
 		ID:            id,
@@ -229,6 +231,9 @@ func stageBinary(dir, src string) (string, error) {
 	final := filepath.Join(dir, hex.EncodeToString(h.Sum(nil))[:16])
 	bin := filepath.Join(final, "capstan")
 	if _, err := os.Stat(bin); err == nil {
+		// Used now: pruneBinaries keeps what was used recently.
+		now := time.Now()
+		_ = os.Chtimes(final, now, now)
 		return bin, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -263,6 +268,40 @@ func stageBinary(dir, src string) (string, error) {
 		return "", err
 	}
 	return bin, nil
+}
+
+// binaryKeep is how long a staged binary no VM uses is kept after it was
+// last staged or found: long enough for whoever called Ensure to start its
+// VMs with it.
+const binaryKeep = time.Hour
+
+// pruneBinaries deletes the staged binaries of dir (each build of Capstan
+// stages one, 160 MB) except keep, those staged or found since cutoff, and
+// those a running process (a VM's QEMU) names on its command line.
+func pruneBinaries(dir, keep string, cutoff time.Time) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	var inUse []byte
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		if b, err := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline")); err == nil {
+			inUse = append(inUse, b...)
+			inUse = append(inUse, 0)
+		}
+	}
+	for _, e := range entries {
+		path := filepath.Join(dir, e.Name())
+		info, err := e.Info()
+		if err != nil || !e.IsDir() || path == keep || info.ModTime().After(cutoff) {
+			continue
+		}
+		if bytes.Contains(inUse, []byte("path="+path+",")) {
+			continue
+		}
+		_ = os.RemoveAll(path)
+	}
 }
 
 // guestFile is a file the build writes into the root file system.

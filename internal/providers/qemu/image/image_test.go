@@ -3,6 +3,7 @@ package image
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -118,5 +119,37 @@ func TestUnescapeMountPath(t *testing.T) {
 	mounts, err := mountsUnder(t.TempDir())
 	if err != nil || len(mounts) != 0 {
 		t.Errorf("mounts under a new directory: %v, %v", mounts, err)
+	}
+}
+
+// Staged binaries of old builds go once unused for an hour, unless a VM
+// (a process naming the directory as QEMU's -virtfs does) still runs on one.
+func TestPruneBinaries(t *testing.T) {
+	dir := t.TempDir()
+	old := time.Now().Add(-2 * binaryKeep)
+	for _, name := range []string{"current", "recent", "stale", "in-use"} {
+		if err := os.MkdirAll(filepath.Join(dir, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if name != "recent" {
+			if err := os.Chtimes(filepath.Join(dir, name), old, old); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	user := exec.Command("sh", "-c", "read line", "local,path="+filepath.Join(dir, "in-use")+",mount_tag=capstan")
+	if _, err := user.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := user.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { user.Process.Kill(); user.Wait() }()
+	pruneBinaries(dir, filepath.Join(dir, "current"), time.Now().Add(-binaryKeep))
+	for name, kept := range map[string]bool{"current": true, "recent": true, "stale": false, "in-use": true} {
+		_, err := os.Stat(filepath.Join(dir, name))
+		if got := err == nil; got != kept {
+			t.Errorf("%s kept %v, want %v", name, got, kept)
+		}
 	}
 }
