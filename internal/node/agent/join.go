@@ -253,9 +253,10 @@ func (a *agent) startWorkerKubelet(ctx context.Context, join *kubeadmapi.JoinCon
 		return fmt.Errorf("TLS bootstrap of the kubelet: %w", err)
 	}
 	a.startKubelet(kubelet.Options{
-		Config: nodeCfg,
-		Labels: nodeLabels(join.NodeRegistration),
-		Taints: join.NodeRegistration.Taints,
+		Config:     nodeCfg,
+		ProviderID: kubeletArg(join.NodeRegistration, "provider-id"),
+		Labels:     nodeLabels(join.NodeRegistration),
+		Taints:     join.NodeRegistration.Taints,
 	})
 	return nil
 }
