@@ -184,3 +184,7 @@ func (r *dirReporter) removeEndpoint() error {
 	}
 	return nil
 }
+
+// NewDirReporter reports to dir: status.json (machinedir.Status) and
+// apiserver-endpoint while this machine's API server serves.
+func NewDirReporter(dir string) Reporter { return &dirReporter{dir: dir} }

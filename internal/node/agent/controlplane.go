@@ -56,6 +56,7 @@ func (a *agent) kubeadmInit(ctx context.Context, path string) error {
 	}
 	a.st.Role = RoleControlPlane
 	a.st.NodeName = a.nodeName(docs.Init.NodeRegistration.Name)
+	a.st.Version = docs.Init.KubernetesVersion
 	if err := a.ensurePorts(); err != nil {
 		return err
 	}
@@ -405,6 +406,9 @@ func (a *agent) startKubelet(o kubelet.Options) {
 		o.ProviderID = a.id.ProviderID
 	}
 	o.KubeletVersion = a.id.Version
+	if o.KubeletVersion == "" {
+		o.KubeletVersion = a.st.Version
+	}
 	o.Address = "127.0.0.1"
 	// Pods of Capstan's own image run as processes under the machine's "/".
 	o.RootDir = a.root
