@@ -3,8 +3,10 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -24,6 +26,12 @@ func newKubeadmCommand() *cobra.Command {
 		Use:    "kubeadm",
 		Short:  "kubeadm init and join inside a QEMU provider guest (run by the guest's kubeadm shim)",
 		Hidden: true,
+		// Without this, an unknown kubeadm command would print help and
+		// exit 0, which cloud-init would take for success.
+		Args: cobra.ArbitraryArgs,
+		RunE: func(_ *cobra.Command, args []string) error {
+			return fmt.Errorf("kubeadm %s is not supported here: only kubeadm init and kubeadm join run in a Capstan guest", strings.Join(args, " "))
+		},
 	}
 	cmd.AddCommand(newKubeadmVerb("init", guest.Init), newKubeadmVerb("join", guest.Join))
 	return cmd

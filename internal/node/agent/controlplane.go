@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -413,9 +414,12 @@ func (a *agent) startKubelet(o kubelet.Options) {
 	// Pods of Capstan's own image run as processes under the machine's "/".
 	o.RootDir = a.root
 	o.Log = a.log.WithName("kubelet")
+	registered := make(chan struct{})
+	o.OnRegistered = sync.OnceFunc(func() { close(registered) })
 	ctx, cancel := context.WithCancel(context.Background())
 	a.kubeletCancel = cancel
 	a.kubeletDone = make(chan struct{})
+	a.kubeletRegistered = registered
 	a.log.Info("Starting the kubelet", "node", o.NodeName)
 	go func() {
 		defer close(a.kubeletDone)

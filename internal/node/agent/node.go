@@ -85,6 +85,8 @@ type agent struct {
 	// control plane on shutdown.
 	kubeletCancel context.CancelFunc
 	kubeletDone   chan struct{}
+	// kubeletRegistered is closed once the kubelet registered its Node.
+	kubeletRegistered chan struct{}
 	// fatal receives the first error of a component that stopped on its own.
 	fatal chan error
 }
@@ -132,6 +134,25 @@ func (n *Node) Resume(ctx context.Context) error {
 		return fmt.Errorf("restarting the machine's components: %w", err)
 	}
 	return nil
+}
+
+// WaitRegistered waits until the kubelet started by Init, Join or Resume
+// registered its Node; it returns the kubelet's error if it stopped first.
+func (n *Node) WaitRegistered(ctx context.Context) error {
+	a := n.a
+	if a.kubeletRegistered == nil {
+		return errors.New("no kubelet runs on this machine")
+	}
+	select {
+	case <-a.kubeletRegistered:
+		return nil
+	case err := <-a.fatal:
+		// Put it back for Wait, which reports it too.
+		a.fatal <- err
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for the kubelet to register Node %s: %w", a.st.NodeName, ctx.Err())
+	}
 }
 
 // Wait keeps the components running until ctx ends (nil) or one of them

@@ -194,7 +194,12 @@ func Serve(ctx context.Context, root string, log logr.Logger) (err error) {
 	if !n.Initialised() {
 		return fmt.Errorf("nothing to run: kubeadm init or join has not set this machine up (no %s)", filepath.Join(StateDir, "node.json"))
 	}
-	if err := n.Resume(ctx); err != nil {
+	err = n.Resume(ctx)
+	if err == nil {
+		// Running means what kubeadm join waits for: the Node registered.
+		err = n.WaitRegistered(ctx)
+	}
+	if err != nil {
 		n.Stop(30 * time.Second)
 		if ctx.Err() != nil {
 			return nil
