@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -60,6 +62,11 @@ its components, now and at every boot. Returns once the service runs them.`,
 				o.Ports = &agent.Ports{APIServer: apiServerPort, EtcdClient: etcdClientPort, EtcdPeer: etcdPeerPort}
 			}
 			o.Service = guest.Systemd{}
+			if o.Root != "/" {
+				// A test root on a host: systemd's unit would run the host's
+				// "/", so the service is this binary started in the background.
+				o.Service = detachedServe{root: o.Root}
+			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			o.Log = klog.NewKlogr()
@@ -71,8 +78,9 @@ its components, now and at every boot. Returns once the service runs them.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Config, "config", "", "the kubeadm configuration file")
-	// Flags for trying it on a host: a directory standing for "/" and ports
-	// of its own.
+	// Flags for trying it on a host: a directory standing for "/" (its
+	// service is then a background process, not systemd's) and ports of
+	// its own.
 	f.StringVar(&o.Root, "root", "/", "the machine's root directory")
 	f.IntVar(&apiServerPort, "apiserver-port", 0, "the API server's port (default: the configuration's bindPort, 6443)")
 	f.IntVar(&etcdClientPort, "etcd-client-port", 0, "etcd's client port (default 2379)")
@@ -92,4 +100,32 @@ its components, now and at every boot. Returns once the service runs them.`,
 	f.BoolVar(&ignoredBools[1], "skip-token-print", false, "accepted for kubeadm compatibility; ignored")
 	f.BoolVar(&ignoredBools[2], "skip-certificate-key-print", false, "accepted for kubeadm compatibility; ignored")
 	return cmd
+}
+
+// detachedServe starts `capstan node serve --root ROOT` as a detached
+// process of this binary, logging to ROOT/var/log/capstan-node.log: what
+// systemd does in a guest, for a root directory on a host.
+type detachedServe struct{ root string }
+
+func (d detachedServe) Start(context.Context) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	logPath := filepath.Join(d.root, "var", "log", "capstan-node.log")
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		return err
+	}
+	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	child := exec.Command(self, "node", "serve", "--root", d.root)
+	child.Stdout, child.Stderr = log, log
+	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := child.Start(); err != nil {
+		return fmt.Errorf("starting capstan node serve: %w", err)
+	}
+	return child.Process.Release()
 }

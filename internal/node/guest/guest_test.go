@@ -283,13 +283,15 @@ func TestKubeadmInitAndJoinInGuests(t *testing.T) {
 		}
 	}
 	restarted := time.Now()
-	fixture.Eventually(t, "the worker heartbeats again after the restart", 3*time.Minute, func(ctx context.Context) string {
-		lease, err := cs.CoordinationV1().Leases("kube-node-lease").Get(ctx, "worker-0", metav1.GetOptions{})
-		if err != nil {
-			return err.Error()
-		}
-		if lease.Spec.RenewTime == nil || lease.Spec.RenewTime.Time.Before(restarted) {
-			return fmt.Sprintf("lease renewed at %v, before the restart at %v", lease.Spec.RenewTime, restarted)
+	fixture.Eventually(t, "both kubelets heartbeat again after the restart", 3*time.Minute, func(ctx context.Context) string {
+		for _, node := range []string{"cp-0", "worker-0"} {
+			lease, err := cs.CoordinationV1().Leases("kube-node-lease").Get(ctx, node, metav1.GetOptions{})
+			if err != nil {
+				return err.Error()
+			}
+			if lease.Spec.RenewTime == nil || lease.Spec.RenewTime.Time.Before(restarted) {
+				return fmt.Sprintf("%s's lease renewed at %v, before the restart at %v", node, lease.Spec.RenewTime, restarted)
+			}
 		}
 		return ""
 	})
@@ -324,4 +326,38 @@ func wantNode(t *testing.T, cs kubernetes.Interface, name, providerID string) {
 		}
 		return fmt.Sprintf("not Ready: %+v", n.Status.Conditions)
 	})
+}
+
+// recordingService counts the starts it is asked for.
+type recordingService struct{ starts int }
+
+func (r *recordingService) Start(context.Context) error { r.starts++; return nil }
+
+// A kubeadm that fails exits with the reason and leaves no service behind:
+// cloud-init logs the error and does not write bootstrap-success.
+func TestKubeadmFailureStartsNoService(t *testing.T) {
+	root := t.TempDir()
+	cfg := filepath.Join(root, "run/kubeadm/kubeadm.yaml")
+	if err := os.MkdirAll(filepath.Dir(cfg), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	join := "apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\ndiscovery:\n  bootstrapToken:\n    token: abcdef.0123456789abcdef\n    apiServerEndpoint: 127.0.0.1:1\n    unsafeSkipCAVerification: true\n"
+	if err := os.WriteFile(cfg, []byte(join), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	svc := &recordingService{}
+	err := guest.Init(context.Background(), guest.Options{Root: root, Config: "/run/kubeadm/kubeadm.yaml", Hostname: "m", Service: svc, Log: ctrl.Log})
+	if err == nil || !strings.Contains(err.Error(), "kubeadm init") || !strings.Contains(err.Error(), "no InitConfiguration") {
+		t.Fatalf("Init with a join configuration = %v", err)
+	}
+	if svc.starts != 0 {
+		t.Errorf("the service was started %d times after a failed kubeadm init", svc.starts)
+	}
+	if _, err := os.Stat(filepath.Join(root, "etc/systemd/system", guest.UnitName)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("unit installed after a failed kubeadm init: %v", err)
+	}
+	err = guest.Join(context.Background(), guest.Options{Root: root, Config: "/run/kubeadm/missing.yaml", Hostname: "m", Service: svc, Log: ctrl.Log})
+	if err == nil || !strings.Contains(err.Error(), "missing.yaml") {
+		t.Errorf("Join with a missing configuration = %v", err)
+	}
 }
