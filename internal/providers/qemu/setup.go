@@ -1,0 +1,169 @@
+package qemu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	qemuv1 "capstan.dev/capstan/api/infrastructure/qemu/v1beta2"
+	"capstan.dev/capstan/internal/kit"
+	"capstan.dev/capstan/internal/patch"
+	"capstan.dev/capstan/internal/providers/local"
+	"capstan.dev/capstan/internal/providers/qemu/image"
+)
+
+// Options configure the QEMU provider.
+type Options struct {
+	// Dir is the root directory of the provider's VMs
+	// (<Dir>/<namespace>/<name>), load balancers and image cache.
+	Dir string
+	// ImageCacheDir holds built guest images; empty means <Dir>/_images.
+	ImageCacheDir string
+	// Binary is the capstan binary started as `node lb` and put into the
+	// guest at /opt/capstan/capstan; empty means the running executable.
+	Binary string
+	// MaxConcurrentReconciles per controller; 0 means 10.
+	MaxConcurrentReconciles int
+
+	// ensureImage replaces image.Ensure in tests.
+	ensureImage ensureImage
+}
+
+// Controller names, as they appear in logs and metrics.
+const (
+	QEMUClusterController = "qemucluster"
+	QEMUMachineController = "qemumachine"
+)
+
+// vmStopGrace is how long a deleted machine's guest gets to power off
+// before QEMU is ended. It is short: the machine is gone either way, and
+// the wait holds a reconcile worker.
+const vmStopGrace = 10 * time.Second
+
+// Setup registers the QEMUCluster and QEMUMachine controllers with mgr.
+// It needs neither QEMU nor the guest image: what is missing shows in the
+// machines' conditions when one is created.
+func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
+	if o.Dir == "" {
+		return errors.New("qemu provider: Options.Dir is empty: give the root directory for QEMU machines (capstan manager --qemu-dir)")
+	}
+	root, err := filepath.Abs(o.Dir)
+	if err != nil {
+		return fmt.Errorf("qemu provider: directory %s: %w", o.Dir, err)
+	}
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return fmt.Errorf("qemu provider: creating %s: %w", root, err)
+	}
+	binary := o.Binary
+	if binary == "" {
+		if binary, err = os.Executable(); err != nil {
+			return fmt.Errorf("qemu provider: no capstan binary: %w", err)
+		}
+	}
+	l := layout{root: root}
+	cacheDir := o.ImageCacheDir
+	if cacheDir == "" {
+		cacheDir = l.images()
+	}
+	ensure := o.ensureImage
+	if ensure == nil {
+		ensure = image.Ensure
+	}
+	n := newNotifier(ctx, mgr.GetLogger().WithName("qemu-notifier"))
+	opts := controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}
+	if opts.MaxConcurrentReconciles <= 0 {
+		opts.MaxConcurrentReconciles = 10
+	}
+	lbs := local.NewLBProcess(binary)
+	clusters := &clusterReconciler{client: mgr.GetClient(), layout: l, lbs: lbs, notify: n}
+	err = ctrl.NewControllerManagedBy(mgr).
+		Named(QEMUClusterController).
+		WithOptions(opts).
+		For(&qemuv1.QEMUCluster{}).
+		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(clusterToQEMUCluster)).
+		WatchesRawSource(source.Channel(n.clusters, &handler.EnqueueRequestForObject{})).
+		Complete(&kit.Reconciler[*qemuv1.QEMUCluster, *clusterScope]{
+			Client:    mgr.GetClient(),
+			NewObject: func() *qemuv1.QEMUCluster { return &qemuv1.QEMUCluster{} },
+			Options:   []patch.Option{ownedConditions},
+			Scope:     clusters.scope,
+			Run:       clusters.run,
+		})
+	if err != nil {
+		return err
+	}
+	machines := &machineReconciler{
+		client: mgr.GetClient(), layout: l, notify: n,
+		images: &images{
+			ctx: ctx, log: mgr.GetLogger().WithName("qemu-image"), ensure: ensure, wake: n.machine,
+			options: image.Options{CacheDir: cacheDir, CapstanBinary: binary},
+			waiters: map[client.ObjectKey]bool{},
+		},
+	}
+	toMachines := handler.EnqueueRequestsFromMapFunc(machines.clusterObjectToQEMUMachines)
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(QEMUMachineController).
+		WithOptions(opts).
+		For(&qemuv1.QEMUMachine{}).
+		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(machineToQEMUMachine)).
+		Watches(&qemuv1.QEMUCluster{}, toMachines).
+		Watches(&clusterv1.Cluster{}, toMachines).
+		WatchesRawSource(source.Channel(n.machines, &handler.EnqueueRequestForObject{})).
+		Complete(&kit.Reconciler[*qemuv1.QEMUMachine, *machineScope]{
+			Client:    mgr.GetClient(),
+			NewObject: func() *qemuv1.QEMUMachine { return &qemuv1.QEMUMachine{} },
+			Options:   []patch.Option{ownedConditions},
+			Scope:     machines.scope,
+			Run:       machines.run,
+		})
+}
+
+func isQEMURef(ref clusterv1.ContractVersionedObjectReference, kind string) bool {
+	return ref.Kind == kind && ref.APIGroup == qemuv1.GroupVersion.Group && ref.Name != ""
+}
+
+func clusterToQEMUCluster(_ context.Context, obj client.Object) []reconcile.Request {
+	c, ok := obj.(*clusterv1.Cluster)
+	if !ok || !isQEMURef(c.Spec.InfrastructureRef, "QEMUCluster") {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: c.Namespace, Name: c.Spec.InfrastructureRef.Name}}}
+}
+
+func machineToQEMUMachine(_ context.Context, obj client.Object) []reconcile.Request {
+	m, ok := obj.(*clusterv1.Machine)
+	if !ok || !isQEMURef(m.Spec.InfrastructureRef, "QEMUMachine") {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: m.Namespace, Name: m.Spec.InfrastructureRef.Name}}}
+}
+
+// ownerName returns the name of obj's owner of the given core kind.
+func ownerName(obj metav1.Object, kind string) string {
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.Kind == kind && strings.HasPrefix(ref.APIVersion, clusterv1.GroupVersion.Group+"/") {
+			return ref.Name
+		}
+	}
+	return ""
+}
+
+// ownedConditions makes status writes server-side applies of the
+// provider's own conditions (no other controller writes them), so that a
+// status computed from a slightly stale read applies without a conflict.
+var ownedConditions = patch.OwnedConditions("capstan-qemu-provider",
+	qemuv1.ReadyCondition, qemuv1.LoadBalancerReadyCondition, qemuv1.VMProvisionedCondition, clusterv1.PausedCondition)
