@@ -15,9 +15,6 @@ import (
 // machine that needs the image tries again.
 const imageRetry = time.Minute
 
-// ensureImage is image.Ensure, replaceable in tests.
-type ensureImage func(ctx context.Context, o image.Options) (image.Image, error)
-
 // images builds the guest image in the background, once for every machine
 // that waits for it: a build takes minutes the first time, far too long to
 // hold a reconcile worker. The machines waiting are woken at each step of
@@ -26,7 +23,7 @@ type images struct {
 	ctx     context.Context
 	log     logr.Logger
 	options image.Options
-	ensure  ensureImage
+	ensure  func(context.Context, image.Options) (image.Image, error)
 	wake    func(client.ObjectKey)
 
 	mu       sync.Mutex

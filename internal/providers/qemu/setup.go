@@ -38,9 +38,9 @@ type Options struct {
 	Binary string
 	// MaxConcurrentReconciles per controller; 0 means 10.
 	MaxConcurrentReconciles int
-
-	// ensureImage replaces image.Ensure in tests.
-	ensureImage ensureImage
+	// BuildImage provides the guest image; nil means image.Ensure. Tests
+	// replace it to drive a build's progress and outcome.
+	BuildImage func(ctx context.Context, o image.Options) (image.Image, error)
 }
 
 // Controller names, as they appear in logs and metrics.
@@ -79,7 +79,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	if cacheDir == "" {
 		cacheDir = l.images()
 	}
-	ensure := o.ensureImage
+	ensure := o.BuildImage
 	if ensure == nil {
 		ensure = image.Ensure
 	}
