@@ -29,6 +29,7 @@ import (
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	qemuv1 "capstan.dev/capstan/api/infrastructure/qemu/v1beta2"
+	"capstan.dev/capstan/internal/lockfile"
 	"capstan.dev/capstan/internal/providers/local"
 	"capstan.dev/capstan/internal/providers/qemu"
 	"capstan.dev/capstan/internal/providers/qemu/image"
@@ -173,7 +174,18 @@ func TestQEMUProviderWithoutAGuest(t *testing.T) {
 	ctx := context.Background()
 	ns := env.Namespace(t)
 	root := t.TempDir()
+	t.Cleanup(func() {
+		// A failed test may leave its load balancer running.
+		locks, _ := filepath.Glob(filepath.Join(root, "_lb", "*", "*", "lb.lock"))
+		for _, l := range locks {
+			if pid, _ := lockfile.Holder(l); pid > 0 {
+				t.Errorf("process %d still holds %s at the end of the test", pid, l)
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
 	build := &imageBuild{end: make(chan error, 1)}
+	whole := t // the manager restarted in a subtest lives on after it
 	stop := startManager(t, ns, root, build)
 
 	c := fixture.NewCluster(ns, "vms", fixture.Infrastructure(&qemuv1.QEMUCluster{ObjectMeta: metav1.ObjectMeta{Name: "vms"}}))
@@ -260,7 +272,7 @@ func TestQEMUProviderWithoutAGuest(t *testing.T) {
 			t.Fatalf("status.ports = %+v (endpoint %d): want two distinct ports of their own for a control-plane machine", ports, lbPort)
 		}
 		stop()
-		stop = startManager(t, ns, root, build)
+		stop = startManager(whole, ns, root, build)
 		fixture.Consistently(t, "ports kept after the restart", 2*time.Second, func(ctx context.Context) string {
 			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(qm), qm); err != nil {
 				return err.Error()
