@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	localv1 "capstan.dev/capstan/api/infrastructure/local/v1beta2"
 	"capstan.dev/capstan/internal/atomicfile"
 	"capstan.dev/capstan/internal/lockfile"
 	"capstan.dev/capstan/internal/providers/local/machinedir"
@@ -76,9 +77,9 @@ func (p *LBProcess) EnsureRunning(log logr.Logger, dir string, port int32, backe
 		p.mu.Unlock()
 		if started && time.Since(last.at) < startTimeout {
 			if alive(last.pid) {
-				return LBState{PID: last.pid, Reason: "Starting", Message: "the load balancer is starting", Recheck: startingRecheck}, nil
+				return LBState{PID: last.pid, Reason: localv1.ProcessStartingReason, Message: "the load balancer is starting", Recheck: startingRecheck}, nil
 			}
-			return LBState{Reason: "Exited", Recheck: startTimeout - time.Since(last.at),
+			return LBState{Reason: localv1.ProcessExitedReason, Recheck: startTimeout - time.Since(last.at),
 				Message: fmt.Sprintf("the load balancer exited right after it started; see %s", filepath.Join(dir, machinedir.LBLogFile))}, nil
 		}
 		pid, err := startDetached(p.binary, []string{"node", "lb", "--dir", dir}, dir, filepath.Join(dir, machinedir.LBLogFile))
@@ -89,7 +90,7 @@ func (p *LBProcess) EnsureRunning(log logr.Logger, dir string, port int32, backe
 		p.mu.Lock()
 		p.starts[dir] = start{pid: pid, at: time.Now()}
 		p.mu.Unlock()
-		return LBState{PID: pid, Reason: "Starting", Message: "the load balancer is starting", Recheck: startingRecheck}, nil
+		return LBState{PID: pid, Reason: localv1.ProcessStartingReason, Message: "the load balancer is starting", Recheck: startingRecheck}, nil
 	}
 	p.mu.Lock()
 	delete(p.starts, dir)
@@ -101,7 +102,7 @@ func (p *LBProcess) EnsureRunning(log logr.Logger, dir string, port int32, backe
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port)))
 	conn, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
-		return LBState{PID: pid, Running: true, Reason: "WaitingForLoadBalancer", Recheck: startingRecheck,
+		return LBState{PID: pid, Running: true, Reason: localv1.WaitingForLoadBalancerReason, Recheck: startingRecheck,
 			Message: fmt.Sprintf("the load balancer does not listen on %s yet", addr)}, nil
 	}
 	conn.Close()
@@ -118,11 +119,17 @@ func LBLockPath(dir string) string { return filepath.Join(dir, machinedir.LBLock
 func (p *LBProcess) Stop(log logr.Logger, dir string) (bool, error) {
 	done, err := p.stopper.stop(log, LBLockPath(dir), 0)
 	if done {
-		p.mu.Lock()
-		delete(p.starts, dir)
-		p.mu.Unlock()
+		p.Forget(dir)
 	}
 	return done, err
+}
+
+// Forget drops what p remembers of the load balancer of dir (its start),
+// once dir is gone.
+func (p *LBProcess) Forget(dir string) {
+	p.mu.Lock()
+	delete(p.starts, dir)
+	p.mu.Unlock()
 }
 
 // SetBackend makes backendsDir/name/apiserver-endpoint name address

@@ -80,8 +80,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		opts.MaxConcurrentReconciles = 10
 	}
 	clusters := &clusterReconciler{
-		client: mgr.GetClient(), layout: l, binary: binary, notify: n,
-		stopper: newStopper(lbStopGrace), starts: map[types.NamespacedName]start{},
+		client: mgr.GetClient(), layout: l, lbs: NewLBProcess(binary), notify: n,
+		stopper: newStopper(lbStopGrace),
 	}
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named(LocalClusterController).
