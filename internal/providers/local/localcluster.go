@@ -53,7 +53,7 @@ type clusterScope struct {
 }
 
 func (r *clusterReconciler) scope(ctx context.Context, lc *localv1.LocalCluster) (*clusterScope, error) {
-	s := &clusterScope{lc: lc, clusterName: ownerName(lc, clusterv1.ClusterKind)}
+	s := &clusterScope{lc: lc, clusterName: kit.CoreOwnerName(lc, clusterv1.ClusterKind)}
 	if s.clusterName != "" {
 		var err error
 		if s.cluster, err = kit.GetCluster(ctx, r.client, lc.Namespace, s.clusterName); err != nil {

@@ -38,7 +38,7 @@ type clusterScope struct {
 }
 
 func (r *clusterReconciler) scope(ctx context.Context, qc *qemuv1.QEMUCluster) (*clusterScope, error) {
-	s := &clusterScope{qc: qc, clusterName: ownerName(qc, clusterv1.ClusterKind)}
+	s := &clusterScope{qc: qc, clusterName: kit.CoreOwnerName(qc, clusterv1.ClusterKind)}
 	if s.clusterName != "" {
 		var err error
 		if s.cluster, err = kit.GetCluster(ctx, r.client, qc.Namespace, s.clusterName); err != nil {

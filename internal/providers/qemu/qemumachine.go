@@ -50,7 +50,7 @@ type machineReconciler struct {
 func (r *machineReconciler) clusterObjectToQEMUMachines(ctx context.Context, obj client.Object) []reconcile.Request {
 	name := obj.GetName()
 	if _, ok := obj.(*qemuv1.QEMUCluster); ok {
-		if name = ownerName(obj, clusterv1.ClusterKind); name == "" {
+		if name = kit.CoreOwnerName(obj, clusterv1.ClusterKind); name == "" {
 			return nil
 		}
 	}
@@ -82,7 +82,7 @@ type machineScope struct {
 
 func (r *machineReconciler) scope(ctx context.Context, qm *qemuv1.QEMUMachine) (*machineScope, error) {
 	s := &machineScope{qm: qm, key: client.ObjectKeyFromObject(qm), clusterName: qm.Labels[clusterv1.ClusterNameLabel]}
-	if name := ownerName(qm, clusterv1.MachineKind); name != "" {
+	if name := kit.CoreOwnerName(qm, clusterv1.MachineKind); name != "" {
 		m := &clusterv1.Machine{}
 		switch err := r.client.Get(ctx, types.NamespacedName{Namespace: qm.Namespace, Name: name}, m); {
 		case err == nil:

@@ -6,16 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
@@ -94,7 +90,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Named(QEMUClusterController).
 		WithOptions(opts).
 		For(&qemuv1.QEMUCluster{}).
-		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(clusterToQEMUCluster)).
+		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(kit.ToInfrastructure(qemuv1.GroupVersion.Group, "QEMUCluster"))).
 		WatchesRawSource(source.Channel(n.clusters, &handler.EnqueueRequestForObject{})).
 		Complete(&kit.Reconciler[*qemuv1.QEMUCluster, *clusterScope]{
 			Client:    mgr.GetClient(),
@@ -119,7 +115,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Named(QEMUMachineController).
 		WithOptions(opts).
 		For(&qemuv1.QEMUMachine{}).
-		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(machineToQEMUMachine)).
+		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(kit.ToInfrastructure(qemuv1.GroupVersion.Group, "QEMUMachine"))).
 		Watches(&qemuv1.QEMUCluster{}, toMachines).
 		Watches(&clusterv1.Cluster{}, toMachines).
 		WatchesRawSource(source.Channel(n.machines, &handler.EnqueueRequestForObject{})).
@@ -134,32 +130,6 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 
 func isQEMURef(ref clusterv1.ContractVersionedObjectReference, kind string) bool {
 	return ref.Kind == kind && ref.APIGroup == qemuv1.GroupVersion.Group && ref.Name != ""
-}
-
-func clusterToQEMUCluster(_ context.Context, obj client.Object) []reconcile.Request {
-	c, ok := obj.(*clusterv1.Cluster)
-	if !ok || !isQEMURef(c.Spec.InfrastructureRef, "QEMUCluster") {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: c.Namespace, Name: c.Spec.InfrastructureRef.Name}}}
-}
-
-func machineToQEMUMachine(_ context.Context, obj client.Object) []reconcile.Request {
-	m, ok := obj.(*clusterv1.Machine)
-	if !ok || !isQEMURef(m.Spec.InfrastructureRef, "QEMUMachine") {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: m.Namespace, Name: m.Spec.InfrastructureRef.Name}}}
-}
-
-// ownerName returns the name of obj's owner of the given core kind.
-func ownerName(obj metav1.Object, kind string) string {
-	for _, ref := range obj.GetOwnerReferences() {
-		if ref.Kind == kind && strings.HasPrefix(ref.APIVersion, clusterv1.GroupVersion.Group+"/") {
-			return ref.Name
-		}
-	}
-	return ""
 }
 
 // ownedConditions makes status writes server-side applies of the
