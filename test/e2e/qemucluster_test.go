@@ -59,7 +59,12 @@ func TestQEMUClusterLifecycle(t *testing.T) {
 	fixture.Eventually(t, "the cluster's kubeconfig", 20*time.Minute, func(context.Context) string {
 		out, code := capstan(t, "get", "kubeconfig", "vms", "--kubeconfig", filepath.Join(p.dir, "kubeconfig"))
 		if code != 0 {
-			return qemuMachinesSay(ctx, mc) + "; get kubeconfig: " + tail(out, 3)
+			say, broken := qemuMachinesSay(ctx, mc)
+			if broken {
+				// Waiting longer would not help: fail now, not after 20 minutes.
+				t.Fatalf("a QEMUMachine cannot get going: %s", say)
+			}
+			return say + "; get kubeconfig: " + tail(out, 3)
 		}
 		kubeconfig = out
 		return ""
@@ -200,21 +205,27 @@ func TestQEMUClusterLifecycle(t *testing.T) {
 }
 
 // qemuMachinesSay sums up what the QEMUMachines' VMProvisioned conditions
-// say, for a test waiting on them.
-func qemuMachinesSay(ctx context.Context, c client.Client) string {
+// say, for a test waiting on them, and whether one says what waiting does
+// not mend (the image build or a VM's start failed, a VM exited).
+func qemuMachinesSay(ctx context.Context, c client.Client) (string, bool) {
 	list := &qemuv1.QEMUMachineList{}
 	if err := c.List(ctx, list, client.InNamespace("default")); err != nil {
-		return err.Error()
+		return err.Error(), false
 	}
 	var says []string
+	broken := false
 	for _, qm := range list.Items {
 		for _, cond := range qm.Status.Conditions {
 			if cond.Type == qemuv1.VMProvisionedCondition {
 				says = append(says, fmt.Sprintf("%s: %s %s", qm.Name, cond.Reason, cond.Message))
+				switch cond.Reason {
+				case qemuv1.ImageFailedReason, qemuv1.StartFailedReason, qemuv1.VMExitedReason:
+					broken = true
+				}
 			}
 		}
 	}
-	return fmt.Sprintf("%d QEMUMachines [%s]", len(list.Items), strings.Join(says, "; "))
+	return fmt.Sprintf("%d QEMUMachines [%s]", len(list.Items), strings.Join(says, "; ")), broken
 }
 
 func qemuMachineByProviderID(ctx context.Context, t *testing.T, c client.Client, id string) *qemuv1.QEMUMachine {

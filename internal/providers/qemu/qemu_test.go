@@ -322,4 +322,3 @@ func TestQEMUProviderWithoutAGuest(t *testing.T) {
 		}
 	})
 }
-
