@@ -55,20 +55,19 @@ func TestQEMUClusterLifecycle(t *testing.T) {
 	}
 	// The first machine waits for the guest image; later runs use the
 	// cache under the plane's state directory.
-	var kubeconfig string
-	fixture.Eventually(t, "the cluster's kubeconfig", 20*time.Minute, func(context.Context) string {
-		out, code := capstan(t, "get", "kubeconfig", "vms", "--kubeconfig", filepath.Join(p.dir, "kubeconfig"))
-		if code != 0 {
-			say, broken := qemuMachinesSay(ctx, mc)
-			if broken {
-				// Waiting longer would not help: fail now, not after 20 minutes.
-				t.Fatalf("a QEMUMachine cannot get going: %s", say)
-			}
-			return say + "; get kubeconfig: " + tail(out, 3)
+	fixture.Eventually(t, "both VMs running", 20*time.Minute, func(ctx context.Context) string {
+		say, running, broken := qemuMachinesSay(ctx, mc)
+		if broken {
+			// Waiting longer would not help: fail now, not after 20 minutes.
+			t.Fatalf("a QEMUMachine cannot get going: %s", say)
 		}
-		kubeconfig = out
-		return ""
+		return fixture.Unless(running == 2, say)
 	})
+	t.Logf("both VMs running %.0fs after the manifest was applied", time.Since(started).Seconds())
+	kubeconfig, code := capstan(t, "get", "kubeconfig", "vms", "--kubeconfig", filepath.Join(p.dir, "kubeconfig"))
+	if code != 0 {
+		t.Fatalf("get kubeconfig exited %d:\n%s", code, kubeconfig)
+	}
 	path := filepath.Join(t.TempDir(), "vms.kubeconfig")
 	if err := os.WriteFile(path, []byte(kubeconfig), 0o600); err != nil {
 		t.Fatal(err)
@@ -205,27 +204,30 @@ func TestQEMUClusterLifecycle(t *testing.T) {
 }
 
 // qemuMachinesSay sums up what the QEMUMachines' VMProvisioned conditions
-// say, for a test waiting on them, and whether one says what waiting does
-// not mend (the image build or a VM's start failed, a VM exited).
-func qemuMachinesSay(ctx context.Context, c client.Client) (string, bool) {
+// say, for a test waiting on them: how many VMs run, and whether one says
+// what waiting does not mend (the image build or a VM's start failed, a VM
+// exited).
+func qemuMachinesSay(ctx context.Context, c client.Client) (say string, running int, broken bool) {
 	list := &qemuv1.QEMUMachineList{}
 	if err := c.List(ctx, list, client.InNamespace("default")); err != nil {
-		return err.Error(), false
+		return err.Error(), 0, false
 	}
 	var says []string
-	broken := false
 	for _, qm := range list.Items {
 		for _, cond := range qm.Status.Conditions {
-			if cond.Type == qemuv1.VMProvisionedCondition {
-				says = append(says, fmt.Sprintf("%s: %s %s", qm.Name, cond.Reason, cond.Message))
-				switch cond.Reason {
-				case qemuv1.ImageFailedReason, qemuv1.StartFailedReason, qemuv1.VMExitedReason:
-					broken = true
-				}
+			if cond.Type != qemuv1.VMProvisionedCondition {
+				continue
+			}
+			says = append(says, fmt.Sprintf("%s: %s %s", qm.Name, cond.Reason, cond.Message))
+			switch {
+			case cond.Status == metav1.ConditionTrue:
+				running++
+			case cond.Reason == qemuv1.ImageFailedReason, cond.Reason == qemuv1.StartFailedReason, cond.Reason == qemuv1.VMExitedReason:
+				broken = true
 			}
 		}
 	}
-	return fmt.Sprintf("%d QEMUMachines [%s]", len(list.Items), strings.Join(says, "; ")), broken
+	return fmt.Sprintf("%d QEMUMachines [%s]", len(list.Items), strings.Join(says, "; ")), running, broken
 }
 
 func qemuMachineByProviderID(ctx context.Context, t *testing.T, c client.Client, id string) *qemuv1.QEMUMachine {
