@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -26,6 +27,7 @@ import (
 	"capstan.dev/capstan/internal/mgmt"
 	"capstan.dev/capstan/internal/providers/inmemory"
 	"capstan.dev/capstan/internal/providers/local"
+	"capstan.dev/capstan/internal/providers/qemu"
 	"capstan.dev/capstan/internal/version"
 	"capstan.dev/capstan/internal/webhook"
 )
@@ -164,6 +166,9 @@ func runForeground(cmd *cobra.Command, dir mgmt.StateDir, o *upOptions) error {
 		go func() {
 			mgr, err := manager.New(plane.Controllers, manager.Options{MetricsAddr: "0", ProbeAddr: "0",
 				Local: &local.Options{Dir: o.machinesDir(dir)}, InMemory: o.inMemoryOptions(), ClusterKubeconfigDir: string(dir),
+				// QEMU machines run beside local ones; the provider costs
+				// nothing until a QEMUMachine exists.
+				QEMU:    &qemu.Options{Dir: filepath.Join(string(dir), "qemu")},
 				Webhook: &webhook.Options{BindAddress: "127.0.0.1:0", Namespace: deploy.Namespace, Ready: func() { close(webhooksReady) }}})
 			if err != nil {
 				managerDone <- fmt.Errorf("starting controllers: %w", err)
