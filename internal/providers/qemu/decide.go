@@ -81,8 +81,8 @@ type vmFacts struct {
 	Status  string
 	// Exited is the VM's own word on why it is gone, when known.
 	Exited string
-	// Dir is the VM's directory (its console log is there).
-	Dir string
+	// ConsoleLog is the file of the guest's serial console.
+	ConsoleLog string
 }
 
 // verdict is the VMProvisioned condition and whether the machine is Ready.
@@ -104,14 +104,14 @@ func vmVerdict(f vmFacts) verdict {
 		// Paused, shut down but not yet quit, in an error state: QEMU
 		// lives but the guest does not run.
 		return verdict{metav1.ConditionFalse, qemuv1.VMExitedReason,
-			fmt.Sprintf("QEMU runs but the guest is %q; see the console log in %s. A QEMU machine is not restarted: delete its Machine (a MachineHealthCheck does) to replace it", f.Status, f.Dir)}
+			fmt.Sprintf("QEMU runs but the guest is %q; see the guest's console log %s. A QEMU machine is not restarted: delete its Machine (a MachineHealthCheck does) to replace it", f.Status, f.ConsoleLog)}
 	default:
 		why := ""
 		if f.Exited != "" {
 			why = " (" + f.Exited + ")"
 		}
 		return verdict{metav1.ConditionFalse, qemuv1.VMExitedReason,
-			fmt.Sprintf("the VM's QEMU process exited%s; see the console log in %s. A QEMU machine is not restarted: delete its Machine (a MachineHealthCheck does) to replace it", why, f.Dir)}
+			fmt.Sprintf("the VM's QEMU process exited%s; see the guest's console log %s. A QEMU machine is not restarted: delete its Machine (a MachineHealthCheck does) to replace it", why, f.ConsoleLog)}
 	}
 }
 

@@ -67,11 +67,11 @@ func TestVMVerdict(t *testing.T) {
 		{name: "not started", facts: vmFacts{}, status: metav1.ConditionFalse, reason: qemuv1.StartingReason},
 		{name: "running", facts: vmFacts{Started: true, Running: true, Status: "running"}, status: metav1.ConditionTrue, reason: qemuv1.RunningReason},
 		{name: "running, state unknown yet", facts: vmFacts{Started: true, Running: true}, status: metav1.ConditionTrue, reason: qemuv1.RunningReason},
-		{name: "QEMU lives but the guest shut down", facts: vmFacts{Started: true, Running: true, Status: "shutdown", Dir: "/d"},
-			status: metav1.ConditionFalse, reason: qemuv1.VMExitedReason, msgContains: []string{`"shutdown"`, "/d", "not restarted"}},
-		{name: "exited with a reason", facts: vmFacts{Started: true, Exited: "killed by signal 9", Dir: "/d"},
-			status: metav1.ConditionFalse, reason: qemuv1.VMExitedReason, msgContains: []string{"killed by signal 9", "/d", "MachineHealthCheck"}},
-		{name: "exited, reason unknown", facts: vmFacts{Started: true, Dir: "/d"},
+		{name: "QEMU lives but the guest shut down", facts: vmFacts{Started: true, Running: true, Status: "shutdown", ConsoleLog: "/d/console.log"},
+			status: metav1.ConditionFalse, reason: qemuv1.VMExitedReason, msgContains: []string{`"shutdown"`, "/d/console.log", "not restarted"}},
+		{name: "exited with a reason", facts: vmFacts{Started: true, Exited: "killed by signal 9", ConsoleLog: "/d/console.log"},
+			status: metav1.ConditionFalse, reason: qemuv1.VMExitedReason, msgContains: []string{"killed by signal 9", "/d/console.log", "MachineHealthCheck"}},
+		{name: "exited, reason unknown", facts: vmFacts{Started: true, ConsoleLog: "/d/console.log"},
 			status: metav1.ConditionFalse, reason: qemuv1.VMExitedReason, msgContains: []string{"exited;", "not restarted"}},
 	}
 	for _, tc := range tests {

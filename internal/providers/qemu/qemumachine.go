@@ -210,9 +210,11 @@ func (r *machineReconciler) start(ctx context.Context, s *machineScope, qc *qemu
 	spec := vm.Spec{
 		Dir: s.dir, Image: *img,
 		Hostname: machine.Name, InstanceID: string(qm.UID),
-		MetaData:   map[string]string{"provider-id": qm.Spec.ProviderID},
-		UserData:   data,
-		VendorData: loopbackForwards([]int{int(qc.Spec.ControlPlaneEndpoint.Port)}),
+		MetaData: map[string]string{"provider-id": qm.Spec.ProviderID},
+		UserData: data,
+		// The guest reaches the control-plane endpoint (the load balancer
+		// on the host's loopback) at the address the kubeconfigs name.
+		VendorData: vm.LoopbackForwards([]int{int(qc.Spec.ControlPlaneEndpoint.Port)}),
 		CPUs:       int(orDefault(qm.Spec.CPUs, qemuv1.DefaultCPUs)),
 		MemoryMiB:  int(orDefault(qm.Spec.MemoryMiB, qemuv1.DefaultMemoryMiB)),
 		Forwards:   forwards(qm.Status.Ports),
@@ -339,7 +341,7 @@ func (r *machineReconciler) observe(ctx context.Context, s *machineScope) (ctrl.
 		{Type: clusterv1.MachineInternalDNS, Address: s.machine.Name},
 		{Type: clusterv1.MachineExternalIP, Address: "127.0.0.1"},
 	}
-	v := vmVerdict(vmFacts{Started: true, Running: state.Running, Status: state.Status, Exited: state.Exited, Dir: s.dir})
+	v := vmVerdict(vmFacts{Started: true, Running: state.Running, Status: state.Status, Exited: state.Exited, ConsoleLog: vm.ConsoleLog(s.dir)})
 	setVM(qm, v.Status, v.Reason, v.Message)
 	if state.Running {
 		r.notify.watchVM(s.dir, s.key)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -20,6 +21,7 @@ import (
 	"capstan.dev/capstan/internal/patch"
 	"capstan.dev/capstan/internal/providers/local"
 	"capstan.dev/capstan/internal/providers/qemu/image"
+	"capstan.dev/capstan/internal/providers/qemu/vm"
 )
 
 // Options configure the QEMU provider.
@@ -78,6 +80,12 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	ensure := o.BuildImage
 	if ensure == nil {
 		ensure = image.Ensure
+	}
+	// A host without QEMU or the image tools still runs the manager (the
+	// provider is on in every capstan up); say so once here, and each
+	// machine created says it again in its conditions.
+	if missing := image.MissingTools(append(slices.Clone(vm.Tools), image.BuildTools...)...); len(missing) > 0 {
+		mgr.GetLogger().Info("QEMU machines cannot start on this host: programs missing", "missing", missing)
 	}
 	n := newNotifier(ctx, mgr.GetLogger().WithName("qemu-notifier"))
 	opts := controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}
