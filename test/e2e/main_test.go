@@ -90,9 +90,10 @@ func processesUnder(dir string) []int {
 	return pids
 }
 
-func (p *plane) up() string {
+// up starts the plane, with extra flags of capstan up if given.
+func (p *plane) up(flags ...string) string {
 	p.t.Helper()
-	out, code := capstan(p.t, "up", "--state-dir", p.dir)
+	out, code := capstan(p.t, append([]string{"up", "--state-dir", p.dir}, flags...)...)
 	if code != 0 {
 		p.t.Fatalf("capstan up exited %d:\n%s\nlog:\n%s", code, out, p.log())
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -31,21 +31,25 @@ import (
 // `capstan generate cluster --infrastructure qemu` applied to a plane,
 // kubectl through the endpoint, a killed worker VM reported and replaced by
 // a MachineHealthCheck, and deletion leaving no QEMU process, disk or port.
-// It needs QEMU on the host (KVM makes it far faster) and builds the guest
-// image on its first run.
+// It needs QEMU and the image tools on the host (under CI=true their
+// absence fails it) and builds the guest image on its first run, into the
+// cache the QEMU tests share (fixture.QEMUImageCache). The VMs get one vCPU
+// each: the guests are emulated (TCG) and CI hosts have few cores.
 func TestQEMUClusterLifecycle(t *testing.T) {
 	if testing.Short() {
 		t.Skip("boots virtual machines")
 	}
-	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
-		t.Skip("qemu-system-x86_64 is not installed")
-	}
+	fixture.RequireQEMU(t)
 	p := newPlane(t)
-	p.up()
+	p.up("--qemu-image-cache", fixture.QEMUImageCache(t))
 	ctx := context.Background()
 	mc := p.client()
 
-	manifest, code := capstan(t, "generate", "cluster", "vms", "--infrastructure", "qemu")
+	sizes := filepath.Join(t.TempDir(), "sizes.yaml")
+	if err := os.WriteFile(sizes, []byte("CONTROL_PLANE_MACHINE_CPUS: 1\nCONTROL_PLANE_MACHINE_MEMORY_MIB: 2048\nWORKER_MACHINE_CPUS: 1\nWORKER_MACHINE_MEMORY_MIB: 1024\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	manifest, code := capstan(t, "generate", "cluster", "vms", "--infrastructure", "qemu", "--config", sizes)
 	if code != 0 {
 		t.Fatalf("generate exited %d:\n%s", code, manifest)
 	}
@@ -93,15 +97,11 @@ func TestQEMUClusterLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, n := range nodes.Items {
-			qm := &qemuv1.QEMUMachine{}
-			if err := mc.Get(ctx, client.ObjectKey{Namespace: "default", Name: n.Name}, qm); err != nil {
-				// The QEMUMachine is named after the infrastructure
-				// template; match by provider ID instead.
-				qm = qemuMachineByProviderID(ctx, t, mc, n.Spec.ProviderID)
-			}
+			qm := qemuMachineByProviderID(ctx, t, mc, n.Spec.ProviderID)
 			if n.Spec.ProviderID != "qemu://default/"+qm.Name || qm.Spec.ProviderID != n.Spec.ProviderID {
 				t.Errorf("Node %s has provider ID %q, its QEMUMachine %s %q", n.Name, n.Spec.ProviderID, qm.Name, qm.Spec.ProviderID)
 			}
+			logVMFigures(t, qm, &n)
 		}
 	})
 
@@ -228,6 +228,33 @@ func qemuMachinesSay(ctx context.Context, c client.Client) (say string, running 
 		}
 	}
 	return fmt.Sprintf("%d QEMUMachines [%s]", len(list.Items), strings.Join(says, "; ")), running, broken
+}
+
+// logVMFigures logs how long a VM took from its start to its Node's
+// registration and readiness, and its QEMU's resident memory.
+func logVMFigures(t *testing.T, qm *qemuv1.QEMUMachine, n *corev1.Node) {
+	t.Helper()
+	var startedAt, readyAt time.Time
+	for _, c := range qm.Status.Conditions {
+		if c.Type == qemuv1.VMProvisionedCondition && c.Status == metav1.ConditionTrue {
+			startedAt = c.LastTransitionTime.Time
+		}
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+			readyAt = c.LastTransitionTime.Time
+		}
+	}
+	rss := "unknown"
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", qm.Status.VM.PID)); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+				rss = strings.TrimSpace(v)
+			}
+		}
+	}
+	t.Logf("FIGURE vm %s: running to Node registered %.0fs, to Ready %.0fs; QEMU RSS %s",
+		n.Name, n.CreationTimestamp.Sub(startedAt).Seconds(), readyAt.Sub(startedAt).Seconds(), rss)
 }
 
 func qemuMachineByProviderID(ctx context.Context, t *testing.T, c client.Client, id string) *qemuv1.QEMUMachine {

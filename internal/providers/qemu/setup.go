@@ -73,9 +73,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		}
 	}
 	l := layout{root: root}
-	cacheDir := o.ImageCacheDir
-	if cacheDir == "" {
-		cacheDir = l.images()
+	cacheDir := l.images()
+	if o.ImageCacheDir != "" {
+		if cacheDir, err = filepath.Abs(o.ImageCacheDir); err != nil {
+			return fmt.Errorf("qemu provider: image cache %s: %w", o.ImageCacheDir, err)
+		}
 	}
 	ensure := o.BuildImage
 	if ensure == nil {

@@ -22,35 +22,6 @@ import (
 	"capstan.dev/capstan/test/fixture"
 )
 
-// requireHostTools skips the test when QEMU or the image tools are missing,
-// except in CI, where their absence is a failure: .ci/run installs them.
-func requireHostTools(t *testing.T) {
-	t.Helper()
-	missing := image.MissingTools(append(append([]string(nil), image.BuildTools...), vm.Tools...)...)
-	if len(missing) == 0 {
-		return
-	}
-	msg := fmt.Sprintf("%s not on PATH: install the Debian packages mmdebstrap, e2fsprogs, qemu-utils and qemu-system-x86 (.ci/run does)", strings.Join(missing, ", "))
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
-}
-
-// imageCache is where tests keep the guest image between runs (building it
-// takes minutes): $CAPSTAN_QEMU_CACHE, or capstan/qemu-test in the user's
-// cache directory.
-func imageCache(t *testing.T) string {
-	if dir := os.Getenv("CAPSTAN_QEMU_CACHE"); dir != "" {
-		return dir
-	}
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		t.Fatalf("no cache directory for the guest image: %v (set CAPSTAN_QEMU_CACHE)", err)
-	}
-	return filepath.Join(dir, "capstan", "qemu-test")
-}
-
 // One VM, booted once (each boot costs about 50 CPU-seconds under
 // emulation), proves the image and the runtime together: cloud-init runs
 // the user-data, the Capstan binary and the kubeadm shim run in the guest,
@@ -58,7 +29,7 @@ func imageCache(t *testing.T) string {
 // forward reaches a guest port; then QEMU is killed, which Exited and
 // Inspect see, and Remove leaves nothing.
 func TestVMLifecycle(t *testing.T) {
-	requireHostTools(t)
+	fixture.RequireQEMU(t)
 	ctx := context.Background()
 	bin, removeBin, err := testenv.Binary()
 	if err != nil {
@@ -67,13 +38,13 @@ func TestVMLifecycle(t *testing.T) {
 	defer removeBin()
 
 	start := time.Now()
-	img, err := image.Ensure(ctx, image.Options{CacheDir: imageCache(t), CapstanBinary: bin, Progress: func(s string) { t.Log(s) }})
+	img, err := image.Ensure(ctx, image.Options{CacheDir: fixture.QEMUImageCache(t), CapstanBinary: bin, Progress: func(s string) { t.Log(s) }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ensured := time.Since(start)
 	start = time.Now()
-	if again, err := image.Ensure(ctx, image.Options{CacheDir: imageCache(t), CapstanBinary: bin}); err != nil || again != img {
+	if again, err := image.Ensure(ctx, image.Options{CacheDir: fixture.QEMUImageCache(t), CapstanBinary: bin}); err != nil || again != img {
 		t.Fatalf("second Ensure: %+v, %v; want %+v", again, err, img)
 	}
 	cached := time.Since(start)
