@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -79,10 +80,13 @@ const CapstanMountTag = "capstan"
 var BuildTools = []string{"mmdebstrap", "mkfs.ext4", "qemu-img"}
 
 // MissingTools returns the names of the given host programs that are not on
-// PATH.
+// PATH, each once (callers join lists that share programs).
 func MissingTools(tools ...string) []string {
 	var missing []string
 	for _, t := range tools {
+		if slices.Contains(missing, t) {
+			continue
+		}
 		if _, err := exec.LookPath(t); err != nil {
 			missing = append(missing, t)
 		}

@@ -153,3 +153,17 @@ func TestPruneBinaries(t *testing.T) {
 		}
 	}
 }
+
+// MissingTools names each absent program once, however many of the joined
+// lists name it, and never a program on PATH.
+func TestMissingToolsNamesEachOnce(t *testing.T) {
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "present"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin)
+	got := MissingTools("absent-a", "present", "absent-b", "absent-a")
+	if strings.Join(got, ",") != "absent-a,absent-b" {
+		t.Errorf("MissingTools = %v, want [absent-a absent-b]", got)
+	}
+}
