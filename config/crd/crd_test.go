@@ -52,6 +52,9 @@ var contractShape = map[string]struct {
 	"inmemorymachinepooltemplates.infrastructure.cluster.x-k8s.io": {},
 	"localmachinepools.infrastructure.cluster.x-k8s.io":            {shortNames: []string{"lmp"}},
 	"localmachinepooltemplates.infrastructure.cluster.x-k8s.io":    {},
+	"qemuclusters.infrastructure.cluster.x-k8s.io":                 {shortNames: []string{"qc"}},
+	"qemumachines.infrastructure.cluster.x-k8s.io":                 {shortNames: []string{"qm"}},
+	"qemumachinetemplates.infrastructure.cluster.x-k8s.io":         {shortNames: []string{"qmt"}},
 	"clusterclasses.cluster.x-k8s.io":                              {shortNames: []string{"cc"}},
 }
 
@@ -154,6 +157,9 @@ func TestKubectlGetColumns(t *testing.T) {
 		"inmemorymachines":             {"Cluster", "Machine", "Provisioned", "Age"},
 		"inmemorymachinepools":         {"Cluster", "MachinePool", "Replicas", "Ready", "Age"},
 		"localmachinepools":            {"Cluster", "MachinePool", "Replicas", "Ready", "Age"},
+		"qemuclusters":                 {"Cluster", "Endpoint", "Provisioned", "Ready", "Age"},
+		"qemumachines":                 {"Cluster", "Machine", "CPUs", "Memory", "VM", "Ready", "Age"},
+		"qemumachinetemplates":         {"CPUs", "Memory", "Age"},
 	}
 	group := map[string]string{
 		"kubeadmcontrolplanes": "controlplane.cluster.x-k8s.io", "kubeadmcontrolplanetemplates": "controlplane.cluster.x-k8s.io",
@@ -162,7 +168,9 @@ func TestKubectlGetColumns(t *testing.T) {
 		"localclustertemplates": "infrastructure.cluster.x-k8s.io", "localmachinetemplates": "infrastructure.cluster.x-k8s.io",
 		"inmemoryclusters": "infrastructure.cluster.x-k8s.io", "inmemorymachines": "infrastructure.cluster.x-k8s.io",
 		"inmemorymachinepools": "infrastructure.cluster.x-k8s.io", "localmachinepools": "infrastructure.cluster.x-k8s.io",
-		"providers": "clusterctl.cluster.x-k8s.io",
+		"qemuclusters": "infrastructure.cluster.x-k8s.io", "qemumachines": "infrastructure.cluster.x-k8s.io",
+		"qemumachinetemplates": "infrastructure.cluster.x-k8s.io",
+		"providers":            "clusterctl.cluster.x-k8s.io",
 	}
 	version := map[string]string{"providers": "v1alpha3"}
 	rc, err := rest.UnversionedRESTClientFor(tableConfig())

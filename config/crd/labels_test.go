@@ -46,6 +46,9 @@ var providerOf = map[string]string{
 	"inmemorymachinepooltemplates.infrastructure.cluster.x-k8s.io": "infrastructure-inmemory",
 	"localmachinepools.infrastructure.cluster.x-k8s.io":            "infrastructure-local",
 	"localmachinepooltemplates.infrastructure.cluster.x-k8s.io":    "infrastructure-local",
+	"qemuclusters.infrastructure.cluster.x-k8s.io":                 "infrastructure-qemu",
+	"qemumachines.infrastructure.cluster.x-k8s.io":                 "infrastructure-qemu",
+	"qemumachinetemplates.infrastructure.cluster.x-k8s.io":         "infrastructure-qemu",
 	"clusterclasses.cluster.x-k8s.io":                              "cluster-api",
 }
 

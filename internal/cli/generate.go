@@ -53,7 +53,7 @@ func (o *clusterTemplateOptions) addFlags(cmd *cobra.Command) {
 	f := cmd.Flags()
 	o.flags = f
 	f.StringVar(&o.infrastructure, "infrastructure", "local", "infrastructure provider of the built-in templates: "+strings.Join(templates.Infrastructures(), ", "))
-	f.StringVar(&o.flavor, "flavor", "", "template flavor: local has "+strings.Join(templates.Flavors("local"), ", ")+", in-memory has "+strings.Join(templates.Flavors("in-memory"), ", ")+" (default: the provider's default template)")
+	f.StringVar(&o.flavor, "flavor", "", "template flavor: local has "+strings.Join(templates.Flavors("local"), ", ")+", in-memory has "+strings.Join(templates.Flavors("in-memory"), ", ")+", qemu has "+strings.Join(templates.Flavors("qemu"), ", ")+" (default: the provider's default template)")
 	f.StringVar(&o.from, "from", "", "read the template from this file instead of a built-in one")
 	f.StringVar(&o.config, "config", "", "YAML file of KEY: value template variables (default "+templates.DefaultConfigPath()+" when it exists)")
 	f.StringVar(&o.kubernetesVersion, flagKubernetesVersion, embeddedKubernetesVersion(), "Kubernetes version of the machines ("+varKubernetesVersion+")")
@@ -193,6 +193,11 @@ const (
 	varPodCIDR          = "POD_CIDR"
 	varServiceCIDR      = "SERVICE_CIDR"
 	varMachineBootDelay = "MACHINE_BOOT_DELAY"
+	// The QEMU templates' machine sizes.
+	varControlPlaneCPUs      = "CONTROL_PLANE_MACHINE_CPUS"
+	varControlPlaneMemoryMiB = "CONTROL_PLANE_MACHINE_MEMORY_MIB"
+	varWorkerCPUs            = "WORKER_MACHINE_CPUS"
+	varWorkerMemoryMiB       = "WORKER_MACHINE_MEMORY_MIB"
 )
 
 // variableSource names where a variable's value can be set, for errors.
@@ -243,6 +248,10 @@ func validateVariables(used map[string]string, value func(string) string) error 
 	}{
 		{varControlPlanes, 1, "must be at least 1: a cluster needs a control-plane machine"},
 		{varWorkers, 0, "must not be negative"},
+		{varControlPlaneCPUs, 1, "must be at least 1: a VM needs a CPU"},
+		{varWorkerCPUs, 1, "must be at least 1: a VM needs a CPU"},
+		{varControlPlaneMemoryMiB, 1024, "must be at least 1024: a Kubernetes node does not fit in less than 1 GiB"},
+		{varWorkerMemoryMiB, 1024, "must be at least 1024: a Kubernetes node does not fit in less than 1 GiB"},
 	} {
 		if !has(c.variable) {
 			continue

@@ -16,8 +16,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	controlplanev1 "capstan.dev/capstan/api/controlplane/kubeadm/v1beta2"
+	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	inmemoryv1 "capstan.dev/capstan/api/infrastructure/inmemory/v1beta2"
 	localv1 "capstan.dev/capstan/api/infrastructure/local/v1beta2"
+	qemuv1 "capstan.dev/capstan/api/infrastructure/qemu/v1beta2"
 )
 
 // isolateTemplateVariables keeps the user's environment and config file out
@@ -27,7 +29,7 @@ func isolateTemplateVariables(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
 	t.Setenv("XDG_CONFIG_HOME", dir)
-	for _, k := range []string{"CLUSTER_NAME", "NAMESPACE", "KUBERNETES_VERSION", "CONTROL_PLANE_MACHINE_COUNT", "WORKER_MACHINE_COUNT", "POD_CIDR", "SERVICE_CIDR", "MACHINE_BOOT_DELAY"} {
+	for _, k := range []string{"CLUSTER_NAME", "NAMESPACE", "KUBERNETES_VERSION", "CONTROL_PLANE_MACHINE_COUNT", "WORKER_MACHINE_COUNT", "POD_CIDR", "SERVICE_CIDR", "MACHINE_BOOT_DELAY", "CONTROL_PLANE_MACHINE_CPUS", "CONTROL_PLANE_MACHINE_MEMORY_MIB", "WORKER_MACHINE_CPUS", "WORKER_MACHINE_MEMORY_MIB"} {
 		t.Setenv(k, "") // restores the old value when the test ends
 		os.Unsetenv(k)
 	}
@@ -44,6 +46,7 @@ func TestGenerateClusterGolden(t *testing.T) {
 		{"generate-ha.golden", []string{"prod", "--flavor", "ha", "--kubernetes-version", "v1.35.8", "-n", "prod-ns"}},
 		{"generate-ha-variables.golden", []string{"prod", "--flavor", "ha", "--list-variables", "--kubernetes-version", "v1.35.8"}},
 		{"generate-topology.golden", []string{"demo", "--flavor", "topology", "--kubernetes-version", "v1.35.8"}},
+		{"generate-qemu.golden", []string{"vms", "--infrastructure", "qemu", "--kubernetes-version", "v1.35.8"}},
 		{"generate-topology-in-memory-variables.golden", []string{"sim", "--infrastructure", "in-memory", "--flavor", "topology", "--list-variables", "--kubernetes-version", "v1.35.8"}},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
@@ -183,12 +186,16 @@ func TestGenerateErrors(t *testing.T) {
 		{"version not a version", []string{"--kubernetes-version", "banana"}, `--kubernetes-version (KUBERNETES_VERSION) "banana": must be a Kubernetes release version with a leading v`, ""},
 		{"version without v", []string{"--kubernetes-version", "1.35.0"}, `--kubernetes-version (KUBERNETES_VERSION) "1.35.0": must be a Kubernetes release version with a leading v`, ""},
 		{"topology flavor checks its version too", []string{"--flavor", "topology", "--kubernetes-version", "v1.35"}, `--kubernetes-version (KUBERNETES_VERSION) "v1.35"`, ""},
+		{"qemu has the default flavor only", []string{"--infrastructure", "qemu", "--flavor", "ha"}, `--flavor "ha": the qemu provider has no such flavor; it has default`, ""},
+		{"qemu even control plane", []string{"--infrastructure", "qemu", "--control-plane-machine-count", "2"}, `"2": must be odd`, ""},
+		{"qemu memory too small", []string{"--infrastructure", "qemu", "--config", write("mem.yaml", "WORKER_MACHINE_MEMORY_MIB: 512\n")}, `WORKER_MACHINE_MEMORY_MIB (environment or --config) "512": must be at least 1024`, ""},
+		{"qemu cpus not a number", []string{"--infrastructure", "qemu", "--config", write("cpus.yaml", "CONTROL_PLANE_MACHINE_CPUS: two\n")}, `CONTROL_PLANE_MACHINE_CPUS (environment or --config) "two": must be a whole number`, ""},
 		{"in-memory topology flavor", []string{"--infrastructure", "in-memory", "--flavor", "topology", "--control-plane-machine-count", "2"}, `"2": must be odd`, ""},
 		{"namespace not a DNS label", []string{"-n", "My_Namespace"}, `--target-namespace (NAMESPACE) "My_Namespace": must be a DNS label`, ""},
 		{"pod CIDR", []string{"--config", write("cidr.yaml", "POD_CIDR: everything\n")}, `POD_CIDR (environment or --config) "everything": must be a CIDR block`, ""},
 		{"boot delay", []string{"--infrastructure", "in-memory", "--config", write("delay.yaml", "MACHINE_BOOT_DELAY: soon\n")}, `MACHINE_BOOT_DELAY (environment or --config) "soon": must be a duration`, ""},
 		{"every bad value named at once", []string{"--kubernetes-version", "banana", "--worker-machine-count", "-2"}, `"banana": must be a Kubernetes release version with a leading v, such as ` + embeddedKubernetesVersion() + "\n--worker-machine-count (WORKER_MACHINE_COUNT) \"-2\"", ""},
-		{"provider without templates", []string{"--infrastructure", "aws"}, `--infrastructure "aws": there are built-in templates for in-memory, local only; use --from for other providers`, ""},
+		{"provider without templates", []string{"--infrastructure", "aws"}, `--infrastructure "aws": there are built-in templates for in-memory, local, qemu only; use --from for other providers`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			name := "demo"
@@ -216,6 +223,7 @@ func TestGeneratedClustersAreValid(t *testing.T) {
 		{"c-default", "local", "default"},
 		{"c-ha", "local", "ha"},
 		{"c-sim", "in-memory", "default"},
+		{"c-vms", "qemu", "default"},
 	} {
 		out, _, err := runCapstan(t, "generate", "cluster", tc.name, "--infrastructure", tc.infrastructure, "--flavor", tc.flavor, "-n", ns)
 		if err != nil {
@@ -238,6 +246,20 @@ func TestGeneratedClustersAreValid(t *testing.T) {
 	}
 	if *kcp.Spec.Replicas != 3 {
 		t.Errorf("HA control plane stored with %d replicas", *kcp.Spec.Replicas)
+	}
+	qmt := &qemuv1.QEMUMachineTemplate{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c-vms-md-0"}, qmt); err != nil {
+		t.Fatal(err)
+	}
+	if s := qmt.Spec.Template.Spec; s.CPUs != 2 || s.MemoryMiB != 2048 {
+		t.Errorf("QEMU worker template stored with %d CPUs and %d MiB, want 2 and 2048", s.CPUs, s.MemoryMiB)
+	}
+	md := &clusterv1.MachineDeployment{}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c-vms-md-0"}, md); err != nil {
+		t.Fatal(err)
+	}
+	if r := md.Spec.Replicas; r == nil || *r != 1 {
+		t.Errorf("QEMU workers stored with %v replicas, want 1", r)
 	}
 	lc := &localv1.LocalCluster{}
 	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c-ha"}, lc); err != nil {

@@ -17,6 +17,7 @@ import (
 	"capstan.dev/capstan/internal/plan"
 	"capstan.dev/capstan/internal/providers/inmemory"
 	"capstan.dev/capstan/internal/providers/local"
+	"capstan.dev/capstan/internal/providers/qemu"
 	"capstan.dev/capstan/internal/webhook"
 )
 
@@ -27,6 +28,8 @@ func newManagerCommand() *cobra.Command {
 		concurrency     []string
 		revisionHistory int32
 		localDir        string
+		qemuDir         string
+		qemuImageCache  string
 		inMemory        bool
 		hooks           = webhook.Options{Namespace: deploy.Namespace}
 	)
@@ -54,6 +57,9 @@ replicas with --leader-elect for high availability.`,
 			}
 			if inMemory {
 				o.InMemory = &inmemory.Options{}
+			}
+			if qemuDir != "" {
+				o.QEMU = &qemu.Options{Dir: qemuDir, ImageCacheDir: qemuImageCache}
 			}
 			if hooks.BindAddress != "0" {
 				o.Webhook = &hooks
@@ -84,6 +90,8 @@ replicas with --leader-elect for high availability.`,
 	f.IntVar(&o.Burst, "kube-api-burst", 100, "burst of queries above --kube-api-qps")
 	f.Int32Var(&revisionHistory, "revision-history-limit", plan.DefaultRevisionHistoryLimit, "old, scaled-down MachineSets each MachineDeployment keeps for rollback")
 	f.StringVar(&localDir, "local-dir", "", "run the local infrastructure provider, keeping its machines under this directory (off when empty)")
+	f.StringVar(&qemuDir, "qemu-dir", "", "run the QEMU infrastructure provider, keeping its virtual machines, load balancers and guest image under this directory (off when empty)")
+	f.StringVar(&qemuImageCache, "qemu-image-cache", "", "with --qemu-dir, the directory of built guest images (default <qemu-dir>/_images)")
 	f.BoolVar(&inMemory, "in-memory", false, "run the in-memory infrastructure provider: simulated machines, whose API servers listen on 127.0.0.1")
 	f.StringVar(&hooks.BindAddress, "webhook-bind-address", "127.0.0.1:0", "address the admission webhooks listen on (port 0: any free port); 0 turns them off, and with them the checks of topology Clusters and ClusterClasses")
 	f.StringVar(&hooks.Service, "webhook-service", "", "Service in --webhook-namespace (port 443) through which the API server reaches the webhooks; unset, it dials https://127.0.0.1:<port> (an API server on this host)")

@@ -63,7 +63,7 @@ func newRoot() *cobra.Command {
 	klog.InitFlags(klogFlags)
 	root.PersistentFlags().AddGoFlag(klogFlags.Lookup("v"))
 
-	root.AddCommand(newUpCommand(g), newDownCommand(g), newStatusCommand(g), newManagerCommand(), newVersionCommand(), newNodeCommand(), newGenerateCommand())
+	root.AddCommand(newUpCommand(g), newDownCommand(g), newStatusCommand(g), newManagerCommand(), newVersionCommand(), newNodeCommand(), newKubeadmCommand(), newGenerateCommand())
 	for _, add := range registered {
 		root.AddCommand(add(g))
 	}

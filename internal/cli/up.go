@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -27,6 +28,7 @@ import (
 	"capstan.dev/capstan/internal/mgmt"
 	"capstan.dev/capstan/internal/providers/inmemory"
 	"capstan.dev/capstan/internal/providers/local"
+	"capstan.dev/capstan/internal/providers/qemu"
 	"capstan.dev/capstan/internal/version"
 	"capstan.dev/capstan/internal/webhook"
 )
@@ -41,6 +43,10 @@ type upOptions struct {
 	// <state-dir>/local. Two planes given the same directory can hand
 	// machines to each other (capstan move) without restarting them.
 	localDir string
+	// qemuImageCache is where the QEMU provider keeps built guest images;
+	// empty means under <state-dir>/qemu. A cache shared by planes builds
+	// the image (minutes) once.
+	qemuImageCache string
 	// inMemory runs the in-memory provider too: simulated machines, for
 	// many clusters at once.
 	inMemory bool
@@ -95,6 +101,7 @@ once the plane is ready and returns the shell; --foreground keeps it attached
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 5*time.Minute, "how long to wait for the plane to become ready")
 	cmd.Flags().BoolVar(&o.controllers, "controllers", true, "run Capstan's controllers in this process; turn off when a separate `capstan manager` runs them")
 	cmd.Flags().StringVar(&o.localDir, "local-dir", "", "directory of the local provider's machines (default <state-dir>/local); planes that share it can move clusters between them without restarting machines")
+	cmd.Flags().StringVar(&o.qemuImageCache, "qemu-image-cache", "", "directory of the QEMU provider's built guest images (default <state-dir>/qemu/_images); planes that share it build the image once")
 	cmd.Flags().BoolVar(&o.inMemory, "in-memory", true, "also run the in-memory provider (simulated machines; capstan generate cluster --infrastructure in-memory)")
 	cmd.Flags().StringVar(&o.cluster, "cluster", "", "also create a workload cluster of this name (on --infrastructure, the local provider by default) and wait until its nodes are Ready")
 	cmd.Flags().DurationVar(&o.clusterTimeout, "cluster-timeout", 10*time.Minute, "how long to wait for the --cluster workload cluster")
@@ -172,6 +179,9 @@ func runForeground(cmd *cobra.Command, dir mgmt.StateDir, o *upOptions) error {
 		go func() {
 			mgr, err := manager.New(plane.Controllers, manager.Options{MetricsAddr: "0", ProbeAddr: "0",
 				Local: &local.Options{Dir: o.machinesDir(dir)}, InMemory: o.inMemoryOptions(), ClusterKubeconfigDir: string(dir),
+				// QEMU machines run beside local ones; the provider costs
+				// nothing until a QEMUMachine exists.
+				QEMU:    &qemu.Options{Dir: filepath.Join(string(dir), "qemu"), ImageCacheDir: o.qemuImageCache},
 				Webhook: &webhook.Options{BindAddress: "127.0.0.1:0", Namespace: deploy.Namespace, Ready: func() { close(webhooksReady) }}})
 			if err != nil {
 				managerDone <- fmt.Errorf("starting controllers: %w", err)
@@ -295,6 +305,9 @@ func runDetached(cmd *cobra.Command, dir mgmt.StateDir, o *upOptions) error {
 	}
 	if o.localDir != "" {
 		args = append(args, "--local-dir", o.localDir)
+	}
+	if o.qemuImageCache != "" {
+		args = append(args, "--qemu-image-cache", o.qemuImageCache)
 	}
 	if o.backupEvery != 0 {
 		args = append(args, "--backup-every", o.backupEvery.String(), "--backup-keep", strconv.Itoa(o.backupKeep),

@@ -133,6 +133,11 @@ func Objects(o Options) ([]client.Object, error) {
 		},
 		&rbacv1.ClusterRole{
 			TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "ClusterRole"),
+			ObjectMeta: metav1.ObjectMeta{Name: ManagerName + "-qemu-provider", Labels: map[string]string{AggregateToManagerLabel: "true"}},
+			Rules:      providerRules(crds, "infrastructure-qemu"),
+		},
+		&rbacv1.ClusterRole{
+			TypeMeta:   typeMeta("rbac.authorization.k8s.io/v1", "ClusterRole"),
 			ObjectMeta: metav1.ObjectMeta{Name: MetricsReaderRole},
 			Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
 		},

@@ -100,7 +100,8 @@ func TestManagerRulesNameEveryResource(t *testing.T) {
 	// Every kind of Capstan's own CRDs is granted, with its status.
 	for _, want := range []string{"cluster.x-k8s.io/clusters", "cluster.x-k8s.io/clusters/status", "cluster.x-k8s.io/machinedrainrules",
 		"addons.cluster.x-k8s.io/clusterresourcesetbindings", "bootstrap.cluster.x-k8s.io/kubeadmconfigs/status",
-		"controlplane.cluster.x-k8s.io/kubeadmcontrolplanes/finalizers", "infrastructure.cluster.x-k8s.io/localmachines/status"} {
+		"controlplane.cluster.x-k8s.io/kubeadmcontrolplanes/finalizers", "infrastructure.cluster.x-k8s.io/localmachines/status",
+		"infrastructure.cluster.x-k8s.io/qemumachines/status", "infrastructure.cluster.x-k8s.io/qemuclusters/finalizers"} {
 		if !granted[want] {
 			t.Errorf("the manager is not granted %s", want)
 		}

@@ -21,6 +21,7 @@ import (
 	machinesetcontroller "capstan.dev/capstan/internal/controllers/machineset"
 	"capstan.dev/capstan/internal/providers/inmemory"
 	"capstan.dev/capstan/internal/providers/local"
+	"capstan.dev/capstan/internal/providers/qemu"
 	"capstan.dev/capstan/internal/webhook"
 	"capstan.dev/capstan/internal/workload"
 )
@@ -136,6 +137,15 @@ func setupControllers(ctx context.Context, mgr ctrl.Manager, o Options) error {
 			lo.MaxConcurrentReconciles = max(o.concurrency(LocalMachineController), o.concurrency(LocalClusterController))
 		}
 		if err := local.Setup(ctx, mgr, lo); err != nil {
+			return err
+		}
+	}
+	if o.QEMU != nil {
+		qo := *o.QEMU
+		if qo.MaxConcurrentReconciles == 0 {
+			qo.MaxConcurrentReconciles = max(o.concurrency(QEMUMachineController), o.concurrency(QEMUClusterController))
+		}
+		if err := qemu.Setup(ctx, mgr, qo); err != nil {
 			return err
 		}
 	}

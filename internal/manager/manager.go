@@ -22,6 +22,7 @@ import (
 
 	"capstan.dev/capstan/internal/providers/inmemory"
 	"capstan.dev/capstan/internal/providers/local"
+	"capstan.dev/capstan/internal/providers/qemu"
 	"capstan.dev/capstan/internal/scheme"
 	"capstan.dev/capstan/internal/webhook"
 )
@@ -71,6 +72,10 @@ type Options struct {
 	// controllers (InMemoryCluster, InMemoryMachine): simulated machines
 	// for scale tests and benchmarks.
 	InMemory *inmemory.Options
+	// QEMU, when set, runs the QEMU infrastructure provider's controllers
+	// (QEMUCluster, QEMUMachine): machines that are QEMU virtual machines on
+	// this host.
+	QEMU *qemu.Options
 	// Webhook, when set, serves Capstan's admission webhooks (topology
 	// Clusters, ClusterClasses) from this manager; see package webhook.
 	Webhook *webhook.Options
@@ -108,6 +113,8 @@ const (
 	ClusterResourceSetBindingController = "clusterresourcesetbinding"
 	LocalClusterController              = "localcluster"
 	LocalMachineController              = "localmachine"
+	QEMUClusterController               = qemu.QEMUClusterController
+	QEMUMachineController               = qemu.QEMUMachineController
 )
 
 // watchFilter is the label selector of the objects the manager watches:

@@ -16,6 +16,7 @@ import (
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	inmemoryv1 "capstan.dev/capstan/api/infrastructure/inmemory/v1beta2"
 	localv1 "capstan.dev/capstan/api/infrastructure/local/v1beta2"
+	qemuv1 "capstan.dev/capstan/api/infrastructure/qemu/v1beta2"
 )
 
 // New returns a scheme with every kind Capstan uses registered.
@@ -30,6 +31,7 @@ func New() *runtime.Scheme {
 		controlplanev1.AddToScheme,
 		localv1.AddToScheme,
 		inmemoryv1.AddToScheme,
+		qemuv1.AddToScheme,
 		clusterctlv1.AddToScheme,
 	} {
 		utilruntime.Must(add(s))

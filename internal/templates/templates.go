@@ -9,12 +9,13 @@ import (
 	"strings"
 )
 
-//go:embed local/*.yaml in-memory/*.yaml
+//go:embed local/*.yaml in-memory/*.yaml qemu/*.yaml
 var builtin embed.FS
 
 // Infrastructures lists the infrastructure providers that have built-in
-// templates: "local" (machines are processes on this host) and "in-memory"
-// (simulated machines, for many clusters at once).
+// templates: "local" (machines are processes on this host), "in-memory"
+// (simulated machines, for many clusters at once) and "qemu" (machines are
+// virtual machines on this host).
 func Infrastructures() []string {
 	entries, _ := fs.ReadDir(builtin, ".")
 	var out []string

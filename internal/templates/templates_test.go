@@ -77,6 +77,7 @@ func TestBuiltinDefaultTemplates(t *testing.T) {
 	for infrastructure, wantKinds := range map[string]string{
 		"local":     "Cluster,LocalCluster,LocalMachineTemplate,KubeadmControlPlane,LocalMachineTemplate,KubeadmConfigTemplate,MachineDeployment",
 		"in-memory": "Cluster,InMemoryCluster,InMemoryMachineTemplate,KubeadmControlPlane,InMemoryMachineTemplate,KubeadmConfigTemplate,MachineDeployment",
+		"qemu":      "Cluster,QEMUCluster,QEMUMachineTemplate,KubeadmControlPlane,QEMUMachineTemplate,KubeadmConfigTemplate,MachineDeployment",
 	} {
 		tmpl, err := Builtin(infrastructure, "")
 		if err != nil {
@@ -111,10 +112,10 @@ func TestBuiltinDefaultTemplates(t *testing.T) {
 			t.Errorf("%s: unknown flavor accepted", infrastructure)
 		}
 	}
-	if got := strings.Join(Infrastructures(), ","); got != "in-memory,local" {
+	if got := strings.Join(Infrastructures(), ","); got != "in-memory,local,qemu" {
 		t.Errorf("infrastructures %s", got)
 	}
-	if _, err := Builtin("aws", ""); err == nil || !strings.Contains(err.Error(), "in-memory, local") {
+	if _, err := Builtin("aws", ""); err == nil || !strings.Contains(err.Error(), "in-memory, local, qemu") {
 		t.Errorf("unknown provider: %v; want the list of providers with templates", err)
 	}
 }

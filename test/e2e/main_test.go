@@ -64,8 +64,18 @@ func newPlane(t testing.TB) *plane {
 }
 
 // killProcessesUnder kills what a test left running from dir: local
-// machines and load balancers outlive the management plane by design.
+// machines, QEMU VMs and load balancers outlive the management plane by
+// design.
 func killProcessesUnder(dir string) {
+	for _, pid := range processesUnder(dir) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// processesUnder lists the processes (other than this one) whose command
+// line names a path under dir.
+func processesUnder(dir string) []int {
+	var pids []int
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -74,14 +84,16 @@ func killProcessesUnder(dir string) {
 		}
 		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
 		if err == nil && bytes.Contains(cmdline, []byte(dir+"/")) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+			pids = append(pids, pid)
 		}
 	}
+	return pids
 }
 
-func (p *plane) up() string {
+// up starts the plane, with extra flags of capstan up if given.
+func (p *plane) up(flags ...string) string {
 	p.t.Helper()
-	out, code := capstan(p.t, "up", "--state-dir", p.dir)
+	out, code := capstan(p.t, append([]string{"up", "--state-dir", p.dir}, flags...)...)
 	if code != 0 {
 		p.t.Fatalf("capstan up exited %d:\n%s\nlog:\n%s", code, out, p.log())
 	}

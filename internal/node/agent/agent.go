@@ -12,9 +12,8 @@ import (
 
 	"github.com/go-logr/logr"
 
-	"capstan.dev/capstan/internal/certs"
+	"capstan.dev/capstan/internal/atomicfile"
 	"capstan.dev/capstan/internal/node/cloudinit"
-	"capstan.dev/capstan/internal/node/controlplane"
 	"capstan.dev/capstan/internal/providers/local/machinedir"
 )
 
@@ -25,32 +24,6 @@ type Options struct {
 	Log logr.Logger
 	// ShutdownTimeout bounds the graceful stop after a signal (default 30s).
 	ShutdownTimeout time.Duration
-}
-
-// agent is one run of a machine.
-type agent struct {
-	dir, root string
-	m         machinedir.Machine
-	log       logr.Logger
-	st        *state
-
-	mu     sync.Mutex
-	status machinedir.Status
-
-	cp *controlplane.ControlPlane
-	// endpoint is the cluster's control-plane endpoint (host:port), when
-	// the kubeadm configuration names one.
-	endpoint string
-	// keyAlgorithm is the cluster's encryptionAlgorithm, known once the
-	// control plane has started from the ClusterConfiguration; the
-	// control-plane kubelet's credential is minted with it.
-	keyAlgorithm certs.KeyAlgorithm
-	// kubelet runs under its own context so that it stops before the
-	// control plane on shutdown.
-	kubeletCancel context.CancelFunc
-	kubeletDone   chan struct{}
-	// fatal receives the first error of a component that stopped on its own.
-	fatal chan error
 }
 
 // Run boots the machine in opts.Dir and keeps it running until ctx ends
@@ -75,43 +48,39 @@ func Run(ctx context.Context, opts Options) (err error) {
 	}
 	defer lk.Release()
 
-	a := &agent{
-		dir: dir, root: filepath.Join(dir, machinedir.RootFS), m: m,
-		log:   opts.Log.WithValues("machine", m.Machine, "cluster", m.Cluster),
-		fatal: make(chan error, 4),
-	}
+	rep := &dirReporter{dir: dir}
 	// A stale endpoint from a killed process would send traffic nowhere.
-	a.removeEndpoint()
-	a.setStatus(func(s *machinedir.Status) { s.Phase, s.Message = machinedir.PhaseBooting, "" })
-
+	_ = rep.removeEndpoint()
+	_ = rep.setStatus(func(s *machinedir.Status) { s.Phase, s.Message = machinedir.PhaseBooting, "" })
 	defer func() {
 		if err != nil {
-			a.setStatus(func(s *machinedir.Status) { s.Phase, s.Message = machinedir.PhaseFailed, err.Error() })
+			_ = rep.setStatus(func(s *machinedir.Status) { s.Phase, s.Message = machinedir.PhaseFailed, err.Error() })
 		}
 	}()
-
-	if a.st, err = loadState(a.root); err != nil {
+	n, err := NewNode(NodeOptions{
+		Root:     filepath.Join(dir, machinedir.RootFS),
+		Identity: Identity{Hostname: m.Hostname, ProviderID: m.ProviderID, Version: m.Version},
+		Report:   rep,
+		Log:      opts.Log.WithValues("machine", m.Machine, "cluster", m.Cluster),
+	})
+	if err != nil {
 		return err
 	}
-	stopAll := func() {
-		sctx, cancel := context.WithTimeout(context.Background(), opts.ShutdownTimeout)
-		defer cancel()
-		a.shutdown(sctx)
-	}
+	a := n.a
+	stop := func() { n.Stop(opts.ShutdownTimeout) }
 
-	if a.st.Started {
-		a.log.Info("Restarting the components of an initialised machine", "role", a.st.Role, "node", a.st.NodeName)
-		if err := a.resume(ctx); err != nil {
-			stopAll()
+	if n.Initialised() {
+		if err := n.Resume(ctx); err != nil {
+			stop()
 			if ctx.Err() != nil {
 				return nil
 			}
-			return fmt.Errorf("restarting the machine's components: %w", err)
+			return err
 		}
 	}
 
-	if err := a.bootstrap(ctx); err != nil {
-		stopAll()
+	if err := a.bootstrap(ctx, dir); err != nil {
+		stop()
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -119,38 +88,13 @@ func Run(ctx context.Context, opts Options) (err error) {
 	}
 	a.setStatus(func(s *machinedir.Status) { s.Phase, s.Message = machinedir.PhaseRunning, "" })
 	a.log.Info("Machine running", "node", a.st.NodeName, "role", a.st.Role)
-
-	var fatal error
-	select {
-	case <-ctx.Done():
-		a.log.Info("Stopping the machine")
-	case fatal = <-a.fatal:
-		a.log.Error(fatal, "A machine component stopped; shutting the machine down")
-	case fatal = <-a.cpDone():
-		if fatal == nil {
-			fatal = errors.New("the control plane stopped")
-		}
-		a.log.Error(fatal, "The control plane stopped; shutting the machine down")
-	}
-	stopAll()
-	if fatal != nil {
-		return fatal
-	}
-	a.log.Info("Machine stopped")
-	return nil
-}
-
-func (a *agent) cpDone() <-chan error {
-	if a.cp == nil {
-		return nil
-	}
-	return a.cp.Done()
+	return n.Wait(ctx, opts.ShutdownTimeout)
 }
 
 // bootstrap applies the bootstrap data; the Runner's Init and Join start
 // the components.
-func (a *agent) bootstrap(ctx context.Context) error {
-	data, err := os.ReadFile(filepath.Join(a.dir, machinedir.BootstrapDataFile))
+func (a *agent) bootstrap(ctx context.Context, dir string) error {
+	data, err := os.ReadFile(filepath.Join(dir, machinedir.BootstrapDataFile))
 	if err != nil {
 		return fmt.Errorf("reading the bootstrap data: %w (the local provider writes %s once the bootstrap provider produced it)", err, machinedir.BootstrapDataFile)
 	}
@@ -158,7 +102,7 @@ func (a *agent) bootstrap(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("bootstrap data: %w", err)
 	}
-	steps, err := cloudinit.Plan(cfg, cloudinit.Options{Root: a.root, Hostname: a.m.Hostname})
+	steps, err := cloudinit.Plan(cfg, cloudinit.Options{Root: a.root, Hostname: a.id.Hostname})
 	if err != nil {
 		return fmt.Errorf("bootstrap data: %w", err)
 	}
@@ -195,54 +139,52 @@ func (a *agent) bootstrap(ctx context.Context) error {
 	return nil
 }
 
-// setStatus changes the status and writes it; a failed write is logged
-// only, since the machine itself is fine.
-func (a *agent) setStatus(change func(*machinedir.Status)) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	before := a.status
-	change(&a.status)
-	a.status.PID = os.Getpid()
-	if a.st != nil && a.st.NodeName != "" {
-		a.status.NodeName = a.st.NodeName
-	}
-	if a.status.Phase != before.Phase || a.status.Since.IsZero() {
-		a.status.Since = time.Now().UTC().Truncate(time.Second)
-	}
-	if err := machinedir.WriteStatus(a.dir, a.status); err != nil {
-		a.log.Error(err, "Writing status.json")
-	}
+// dirReporter reports to the manager through the machine directory:
+// status.json, and apiserver-endpoint while this machine's API server serves.
+type dirReporter struct {
+	dir    string
+	mu     sync.Mutex
+	status machinedir.Status
 }
 
-func (a *agent) endpointPath() string { return filepath.Join(a.dir, machinedir.APIServerEndpointFile) }
+var _ Reporter = (*dirReporter)(nil)
 
-func (a *agent) removeEndpoint() {
-	if err := os.Remove(a.endpointPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
-		a.log.Error(err, "Removing apiserver-endpoint")
+// Status implements Reporter.
+func (r *dirReporter) Status(change func(*machinedir.Status)) error { return r.setStatus(change) }
+
+// setStatus changes the status and writes it; a failed write is only
+// logged by the caller's logger, since the machine itself is fine.
+func (r *dirReporter) setStatus(change func(*machinedir.Status)) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	before := r.status
+	change(&r.status)
+	r.status.PID = os.Getpid()
+	if r.status.Phase != before.Phase || r.status.Since.IsZero() {
+		r.status.Since = time.Now().UTC().Truncate(time.Second)
 	}
+	return machinedir.WriteStatus(r.dir, r.status)
 }
 
-// shutdown stops what runs, in the order that disturbs the cluster least:
-// leave the load balancer, stop the kubelet, then the control plane.
-func (a *agent) shutdown(ctx context.Context) {
-	a.removeEndpoint()
-	if a.kubeletCancel != nil {
-		a.kubeletCancel()
-		select {
-		case <-a.kubeletDone:
-		case <-ctx.Done():
-			a.log.Info("The kubelet did not stop in time")
-		}
+// APIServer implements Reporter with the apiserver-endpoint file the load
+// balancer reads.
+func (r *dirReporter) APIServer(address string) error {
+	if address == "" {
+		return r.removeEndpoint()
 	}
-	if a.cp != nil {
-		// An etcd member that lost its quorum can block its stop; the
-		// process exits anyway, which ends everything it runs.
-		stopped := make(chan struct{})
-		go func() { a.cp.Stop(); close(stopped) }()
-		select {
-		case <-stopped:
-		case <-ctx.Done():
-			a.log.Info("The control plane did not stop in time; exiting without waiting")
-		}
+	if err := atomicfile.WriteFile(filepath.Join(r.dir, machinedir.APIServerEndpointFile), []byte(address), 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", machinedir.APIServerEndpointFile, err)
 	}
+	return nil
 }
+
+func (r *dirReporter) removeEndpoint() error {
+	if err := os.Remove(filepath.Join(r.dir, machinedir.APIServerEndpointFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// NewDirReporter reports to dir: status.json (machinedir.Status) and
+// apiserver-endpoint while this machine's API server serves.
+func NewDirReporter(dir string) Reporter { return &dirReporter{dir: dir} }

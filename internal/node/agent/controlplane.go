@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -56,6 +57,7 @@ func (a *agent) kubeadmInit(ctx context.Context, path string) error {
 	}
 	a.st.Role = RoleControlPlane
 	a.st.NodeName = a.nodeName(docs.Init.NodeRegistration.Name)
+	a.st.Version = docs.Init.KubernetesVersion
 	if err := a.ensurePorts(); err != nil {
 		return err
 	}
@@ -95,7 +97,7 @@ func (a *agent) nodeName(fromConfig string) string {
 	if fromConfig != "" {
 		return fromConfig
 	}
-	return a.m.Hostname
+	return a.id.Hostname
 }
 
 func (a *agent) markStarted() error {
@@ -123,6 +125,11 @@ func (a *agent) loadConfig() (kubeadm.Documents, error) {
 
 func (a *agent) ensurePorts() error {
 	if a.st.Ports != nil {
+		return nil
+	}
+	if a.net.Ports != nil {
+		p := *a.net.Ports
+		a.st.Ports = &p
 		return nil
 	}
 	p, err := freePorts(3)
@@ -178,6 +185,7 @@ func (a *agent) startControlPlane(ctx context.Context, cc *kubeadmapi.ClusterCon
 		KubeconfigDir:              filepath.Join(a.root, "etc", "kubernetes"),
 		EtcdDataDir:                etcdData,
 		AdvertiseAddress:           "127.0.0.1",
+		APIServerBindAddress:       a.net.APIServerBindAddress,
 		Ports:                      controlplane.Ports{APIServer: a.st.Ports.APIServer, EtcdClient: a.st.Ports.EtcdClient, EtcdPeer: a.st.Ports.EtcdPeer},
 		ControlPlaneEndpoint:       endpoint,
 		CertSANs:                   cc.APIServer.CertSANs,
@@ -207,13 +215,6 @@ func (a *agent) startControlPlane(ctx context.Context, cc *kubeadmapi.ClusterCon
 		return err
 	}
 	a.log.Info("Control plane ready", "apiServer", a.apiServerAddress())
-	return nil
-}
-
-func (a *agent) publishEndpoint() error {
-	if err := atomicfile.WriteFile(a.endpointPath(), []byte(a.apiServerAddress()), 0o644); err != nil {
-		return fmt.Errorf("writing %s: %w", machinedir.APIServerEndpointFile, err)
-	}
 	return nil
 }
 
@@ -297,6 +298,7 @@ func (a *agent) startControlPlaneKubelet(reg kubeadmapi.NodeRegistrationOptions,
 	}
 	a.startKubelet(kubelet.Options{
 		Config:       nodeCfg,
+		ProviderID:   kubeletArg(reg, "provider-id"),
 		LabelsClient: a.labelsClient(),
 		Labels:       labels,
 		Taints:       taints,
@@ -376,33 +378,48 @@ func clientConfig(ca *certs.KeyPair, alg certs.KeyAlgorithm, server, user string
 // nodeLabels are the labels the kubelet's --node-labels would set.
 func nodeLabels(reg kubeadmapi.NodeRegistrationOptions) map[string]string {
 	labels := map[string]string{}
-	for _, arg := range reg.KubeletExtraArgs {
-		if strings.TrimLeft(arg.Name, "-") != "node-labels" {
-			continue
-		}
-		for _, kv := range strings.Split(arg.Value, ",") {
-			k, v, _ := strings.Cut(strings.TrimSpace(kv), "=")
-			if k != "" {
-				labels[k] = v
-			}
+	for _, kv := range strings.Split(kubeletArg(reg, "node-labels"), ",") {
+		k, v, _ := strings.Cut(strings.TrimSpace(kv), "=")
+		if k != "" {
+			labels[k] = v
 		}
 	}
 	return labels
+}
+
+// kubeletArg is the value of one of the kubelet's extra arguments ("" when
+// absent); the last one given wins, as with the kubelet's own flags.
+func kubeletArg(reg kubeadmapi.NodeRegistrationOptions, name string) string {
+	var v string
+	for _, arg := range reg.KubeletExtraArgs {
+		if strings.TrimLeft(arg.Name, "-") == name {
+			v = arg.Value
+		}
+	}
+	return v
 }
 
 // startKubelet runs the simulated kubelet in the background; its failure
 // is fatal to the machine.
 func (a *agent) startKubelet(o kubelet.Options) {
 	o.NodeName = a.st.NodeName
-	o.ProviderID = a.m.ProviderID
-	o.KubeletVersion = a.m.Version
+	if o.ProviderID == "" {
+		o.ProviderID = a.id.ProviderID
+	}
+	o.KubeletVersion = a.id.Version
+	if o.KubeletVersion == "" {
+		o.KubeletVersion = a.st.Version
+	}
 	o.Address = "127.0.0.1"
 	// Pods of Capstan's own image run as processes under the machine's "/".
 	o.RootDir = a.root
 	o.Log = a.log.WithName("kubelet")
+	registered := make(chan struct{})
+	o.OnRegistered = sync.OnceFunc(func() { close(registered) })
 	ctx, cancel := context.WithCancel(context.Background())
 	a.kubeletCancel = cancel
 	a.kubeletDone = make(chan struct{})
+	a.kubeletRegistered = registered
 	a.log.Info("Starting the kubelet", "node", o.NodeName)
 	go func() {
 		defer close(a.kubeletDone)

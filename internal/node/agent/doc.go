@@ -24,4 +24,10 @@
 // machine's API server is ready and not leaving the load balancer). The
 // directory's files, their types and the lock are package machinedir's,
 // which the manager uses too.
+//
+// The kubeadm side — init, join, the restart and the running components —
+// is a Node on any root directory, with its reporting (a Reporter) and its
+// ports (a Network) given by the caller: `capstan node run` makes one on
+// DIR/rootfs reporting to the machine directory, and a QEMU guest's
+// `capstan kubeadm` (package guest) one on the guest's real root.
 package agent

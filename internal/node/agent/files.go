@@ -66,6 +66,10 @@ type state struct {
 	EtcdInitialCluster string `json:"etcdInitialCluster,omitempty"`
 	// Server is the API endpoint a worker's kubelet talks to.
 	Server string `json:"server,omitempty"`
+	// Version is the cluster's Kubernetes version from its kubeadm
+	// configuration, which the kubelet reports when the machine's identity
+	// carries none (a guest knows no Machine).
+	Version string `json:"version,omitempty"`
 	// Started is true once the components came up the first time.
 	Started bool `json:"started,omitempty"`
 }

@@ -63,6 +63,9 @@ func (a *agent) kubeadmJoin(ctx context.Context, path string) error {
 		return err
 	}
 	a.st.Role = RoleWorker
+	if a.id.Version == "" {
+		a.st.Version = a.clusterVersion(ctx, join, caPEM, server)
+	}
 	if err := atomicfile.WriteFile(filepath.Join(a.root, "etc", "kubernetes", "pki", "ca.crt"), caPEM, 0o644); err != nil {
 		return err
 	}
@@ -73,6 +76,32 @@ func (a *agent) kubeadmJoin(ctx context.Context, path string) error {
 		return err
 	}
 	return a.markStarted()
+}
+
+// clusterVersion reads the cluster's Kubernetes version from
+// kube-system/kubeadm-config with the bootstrap token, which kubeadm's RBAC
+// lets joining nodes read. It is "" when that fails: the version is only
+// what the Node reports.
+func (a *agent) clusterVersion(ctx context.Context, join *kubeadmapi.JoinConfiguration, caPEM []byte, server string) string {
+	token := join.Discovery.TLSBootstrapToken
+	if token == "" && join.Discovery.BootstrapToken != nil {
+		token = join.Discovery.BootstrapToken.Token
+	}
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: server, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAData: caPEM}, Timeout: 10 * time.Second})
+	if err != nil {
+		return ""
+	}
+	cm, err := cs.CoreV1().ConfigMaps("kube-system").Get(ctx, kubeadmConfigMap, metav1.GetOptions{})
+	if err != nil {
+		a.log.Info("Could not read the cluster's version; the Node reports none", "error", err.Error())
+		return ""
+	}
+	docs, err := kubeadm.Parse([]byte(cm.Data["ClusterConfiguration"]))
+	if err != nil || docs.Cluster == nil {
+		a.log.Info("Could not read the cluster's version; the Node reports none", "error", fmt.Sprint(err))
+		return ""
+	}
+	return docs.Cluster.KubernetesVersion
 }
 
 // discover finds the cluster the way kubeadm's token discovery does: read
@@ -253,9 +282,10 @@ func (a *agent) startWorkerKubelet(ctx context.Context, join *kubeadmapi.JoinCon
 		return fmt.Errorf("TLS bootstrap of the kubelet: %w", err)
 	}
 	a.startKubelet(kubelet.Options{
-		Config: nodeCfg,
-		Labels: nodeLabels(join.NodeRegistration),
-		Taints: join.NodeRegistration.Taints,
+		Config:     nodeCfg,
+		ProviderID: kubeletArg(join.NodeRegistration, "provider-id"),
+		Labels:     nodeLabels(join.NodeRegistration),
+		Taints:     join.NodeRegistration.Taints,
 	})
 	return nil
 }
@@ -337,6 +367,7 @@ func (a *agent) joinControlPlane(ctx context.Context, joinData []byte, join *kub
 		return err
 	}
 	a.st.Role = RoleControlPlane
+	a.st.Version = docs.Cluster.KubernetesVersion
 	if err := a.ensurePorts(); err != nil {
 		return err
 	}

@@ -53,6 +53,11 @@ func (k *kubelet) register(ctx context.Context) error {
 		if errors.As(err, &perm) {
 			return perm.error
 		}
+		if ctx.Err() != nil {
+			// Stopped, not failed: a guest's kubeadm ends its in-process
+			// kubelet this way when the service takes over.
+			return nil
+		}
 		k.log.Error(err, "Registering the Node failed; retrying", "after", delay)
 		if !sleep(ctx, delay) {
 			return nil

@@ -7,14 +7,11 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,7 +21,6 @@ import (
 	localv1 "capstan.dev/capstan/api/infrastructure/local/v1beta2"
 	"capstan.dev/capstan/internal/conditions"
 	"capstan.dev/capstan/internal/kit"
-	"capstan.dev/capstan/internal/lockfile"
 	"capstan.dev/capstan/internal/pause"
 	"capstan.dev/capstan/internal/providers/local/machinedir"
 )
@@ -42,12 +38,9 @@ const (
 type clusterReconciler struct {
 	client  client.Client
 	layout  layout
-	binary  string
+	lbs     *LBProcess
 	notify  *notifier
 	stopper *stopper
-
-	mu     sync.Mutex
-	starts map[types.NamespacedName]start
 }
 
 // clusterScope is what one reconcile of a LocalCluster knows.
@@ -60,7 +53,7 @@ type clusterScope struct {
 }
 
 func (r *clusterReconciler) scope(ctx context.Context, lc *localv1.LocalCluster) (*clusterScope, error) {
-	s := &clusterScope{lc: lc, clusterName: ownerName(lc, clusterv1.ClusterKind)}
+	s := &clusterScope{lc: lc, clusterName: kit.CoreOwnerName(lc, clusterv1.ClusterKind)}
 	if s.clusterName != "" {
 		var err error
 		if s.cluster, err = kit.GetCluster(ctx, r.client, lc.Namespace, s.clusterName); err != nil {
@@ -117,80 +110,21 @@ func (r *clusterReconciler) run(ctx context.Context, s *clusterScope) (ctrl.Resu
 }
 
 func (r *clusterReconciler) reconcileLoadBalancer(ctx context.Context, lc *localv1.LocalCluster, clusterName string) (ctrl.Result, error) {
-	log := ctrl.LoggerFrom(ctx)
-	key := client.ObjectKeyFromObject(lc)
 	dir := r.layout.lb(lc.Namespace, clusterName)
-	machinesDir := r.layout.machines(lc.Namespace, clusterName)
 	lc.Status.LoadBalancer.Dir = dir
-	for _, d := range []string{dir, machinesDir} {
-		// The cluster's machines and load balancer are its owner's alone.
-		if err := machinedir.PrivateDir(d); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	cfg := machinedir.LBConfig{Port: lc.Spec.ControlPlaneEndpoint.Port, MachinesDir: machinesDir}
-	if current, err := machinedir.ReadLBConfig(dir); err != nil || current != cfg {
-		if err := machinedir.WriteLBConfig(dir, cfg); err != nil {
-			return ctrl.Result{}, fmt.Errorf("writing %s: %w", filepath.Join(dir, machinedir.LBConfigFile), err)
-		}
-	}
-	lockPath := filepath.Join(dir, machinedir.LBLockFile)
-	held, err := lockfile.Held(lockPath)
+	st, err := r.lbs.EnsureRunning(ctrl.LoggerFrom(ctx), dir, lc.Spec.ControlPlaneEndpoint.Port, r.layout.machines(lc.Namespace, clusterName))
 	if err != nil {
+		setLB(lc, metav1.ConditionFalse, localv1.StartFailedReason, err.Error())
 		return ctrl.Result{}, err
 	}
-	if !held {
-		lc.Status.LoadBalancer.Running = false
-		r.mu.Lock()
-		last, started := r.starts[key]
-		r.mu.Unlock()
-		if started && time.Since(last.at) < startTimeout {
-			if alive(last.pid) {
-				setLB(lc, metav1.ConditionFalse, localv1.ProcessStartingReason, "the load balancer is starting")
-				return ctrl.Result{RequeueAfter: startingRecheck}, nil
-			}
-			// It died at once (a port taken since it was chosen, a bad
-			// binary): try again later, not in a tight loop.
-			setLB(lc, metav1.ConditionFalse, localv1.ProcessExitedReason,
-				fmt.Sprintf("the load balancer exited right after it started; see %s", filepath.Join(dir, machinedir.LBLogFile)))
-			lc.Status.LoadBalancer.PID = 0
-			return ctrl.Result{RequeueAfter: startTimeout - time.Since(last.at)}, nil
-		}
-		// Not running: started for the first time, or restarted after it
-		// died. Unlike a machine, a load balancer holds no state; bringing
-		// it back is what a cloud load balancer would do.
-		pid, err := startDetached(r.binary, []string{"node", "lb", "--dir", dir}, dir, filepath.Join(dir, machinedir.LBLogFile))
-		if err != nil {
-			setLB(lc, metav1.ConditionFalse, localv1.StartFailedReason, err.Error())
-			return ctrl.Result{}, err
-		}
-		log.Info("Started the load balancer", "pid", pid, "port", cfg.Port)
-		r.mu.Lock()
-		r.starts[key] = start{pid: pid, at: time.Now()}
-		r.mu.Unlock()
-		lc.Status.LoadBalancer.PID = int32(pid)
-		setLB(lc, metav1.ConditionFalse, localv1.ProcessStartingReason, "the load balancer is starting")
-		return ctrl.Result{RequeueAfter: startingRecheck}, nil
+	lc.Status.LoadBalancer.PID, lc.Status.LoadBalancer.Running = int32(st.PID), st.Running
+	if st.Running {
+		r.notify.watchLock(LBLockPath(dir), r.notify.clusters, client.ObjectKeyFromObject(lc), localClusterStub)
 	}
-	// Running (started here, or found running by a restarted manager). A
-	// start that got this far succeeded: a later death restarts at once.
-	r.mu.Lock()
-	delete(r.starts, key)
-	r.mu.Unlock()
-	pid, err := lockfile.Owner(lockPath)
-	if err != nil {
-		return ctrl.Result{}, err
+	if !st.Listening {
+		setLB(lc, metav1.ConditionFalse, st.Reason, st.Message)
+		return ctrl.Result{RequeueAfter: st.Recheck}, nil
 	}
-	lc.Status.LoadBalancer.PID = int32(pid)
-	lc.Status.LoadBalancer.Running = true
-	r.notify.watchLock(lockPath, r.notify.clusters, client.ObjectKeyFromObject(lc), localClusterStub)
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(int(cfg.Port)))
-	conn, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		setLB(lc, metav1.ConditionFalse, localv1.WaitingForLoadBalancerReason, fmt.Sprintf("the load balancer does not listen on %s yet", addr))
-		return ctrl.Result{RequeueAfter: startingRecheck}, nil
-	}
-	conn.Close()
 	lc.Status.Initialization.Provisioned = ptr.To(true)
 	setLB(lc, metav1.ConditionTrue, localv1.ReadyReason, "")
 	return ctrl.Result{}, nil
@@ -223,9 +157,9 @@ func (r *clusterReconciler) reconcileDelete(ctx context.Context, lc *localv1.Loc
 		_ = os.Remove(filepath.Dir(dir))
 		ctrl.LoggerFrom(ctx).Info("Removed the local cluster's directory", "dir", dir)
 	}
-	r.mu.Lock()
-	delete(r.starts, client.ObjectKeyFromObject(lc))
-	r.mu.Unlock()
+	if dir != "" {
+		r.lbs.Forget(filepath.Join(dir, "lb"))
+	}
 	// The object goes once the kit writes this.
 	controllerutil.RemoveFinalizer(lc, localv1.LocalClusterFinalizer)
 	return ctrl.Result{}, nil

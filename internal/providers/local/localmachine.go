@@ -44,7 +44,7 @@ type machineReconciler struct {
 func (r *machineReconciler) clusterObjectToLocalMachines(ctx context.Context, obj client.Object) []reconcile.Request {
 	name := obj.GetName()
 	if _, ok := obj.(*localv1.LocalCluster); ok {
-		if name = ownerName(obj, clusterv1.ClusterKind); name == "" {
+		if name = kit.CoreOwnerName(obj, clusterv1.ClusterKind); name == "" {
 			return nil
 		}
 	}
@@ -78,7 +78,7 @@ type machineScope struct {
 
 func (r *machineReconciler) scope(ctx context.Context, lm *localv1.LocalMachine) (*machineScope, error) {
 	s := &machineScope{lm: lm, key: client.ObjectKeyFromObject(lm), clusterName: lm.Labels[clusterv1.ClusterNameLabel]}
-	if name := ownerName(lm, clusterv1.MachineKind); name != "" {
+	if name := kit.CoreOwnerName(lm, clusterv1.MachineKind); name != "" {
 		m := &clusterv1.Machine{}
 		switch err := r.client.Get(ctx, types.NamespacedName{Namespace: lm.Namespace, Name: name}, m); {
 		case err == nil:

@@ -8,13 +8,10 @@ import (
 	"path/filepath"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
@@ -81,14 +78,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		opts.MaxConcurrentReconciles = 10
 	}
 	clusters := &clusterReconciler{
-		client: mgr.GetClient(), layout: l, binary: binary, notify: n,
-		stopper: newStopper(lbStopGrace), starts: map[types.NamespacedName]start{},
+		client: mgr.GetClient(), layout: l, lbs: NewLBProcess(binary), notify: n,
+		stopper: newStopper(lbStopGrace),
 	}
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named(LocalClusterController).
 		WithOptions(opts).
 		For(&localv1.LocalCluster{}).
-		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(clusterToLocalCluster)).
+		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(kit.ToInfrastructure(localv1.GroupVersion.Group, "LocalCluster"))).
 		WatchesRawSource(source.Channel(n.clusters, &handler.EnqueueRequestForObject{})).
 		Complete(&kit.Reconciler[*localv1.LocalCluster, *clusterScope]{
 			Client:    mgr.GetClient(),
@@ -109,7 +106,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		Named(LocalMachineController).
 		WithOptions(opts).
 		For(&localv1.LocalMachine{}).
-		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(machineToLocalMachine)).
+		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(kit.ToInfrastructure(localv1.GroupVersion.Group, "LocalMachine"))).
 		Watches(&localv1.LocalCluster{}, toMachines).
 		Watches(&clusterv1.Cluster{}, toMachines).
 		WatchesRawSource(source.Channel(n.machines, &handler.EnqueueRequestForObject{})).
@@ -143,41 +140,6 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 
 func isLocalRef(ref clusterv1.ContractVersionedObjectReference, kind string) bool {
 	return ref.Kind == kind && ref.APIGroup == localv1.GroupVersion.Group && ref.Name != ""
-}
-
-func clusterToLocalCluster(_ context.Context, obj client.Object) []reconcile.Request {
-	c, ok := obj.(*clusterv1.Cluster)
-	if !ok || !isLocalRef(c.Spec.InfrastructureRef, "LocalCluster") {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: c.Namespace, Name: c.Spec.InfrastructureRef.Name}}}
-}
-
-func machineToLocalMachine(_ context.Context, obj client.Object) []reconcile.Request {
-	m, ok := obj.(*clusterv1.Machine)
-	if !ok || !isLocalRef(m.Spec.InfrastructureRef, "LocalMachine") {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: m.Namespace, Name: m.Spec.InfrastructureRef.Name}}}
-}
-
-// ownerName returns the name of obj's owner of the given core kind.
-func ownerName(obj metav1.Object, kind string) string {
-	for _, ref := range obj.GetOwnerReferences() {
-		if ref.Kind == kind && groupOf(ref.APIVersion) == clusterv1.GroupVersion.Group {
-			return ref.Name
-		}
-	}
-	return ""
-}
-
-func groupOf(apiVersion string) string {
-	for i := range apiVersion {
-		if apiVersion[i] == '/' {
-			return apiVersion[:i]
-		}
-	}
-	return ""
 }
 
 // ownedConditions makes status writes server-side applies of the

@@ -1,0 +1,62 @@
+package kit_test
+
+import (
+	"context"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/kit"
+)
+
+func TestToInfrastructure(t *testing.T) {
+	const group = "infrastructure.cluster.x-k8s.io"
+	ref := func(g, kind, name string) clusterv1.ContractVersionedObjectReference {
+		return clusterv1.ContractVersionedObjectReference{APIGroup: g, Kind: kind, Name: name}
+	}
+	cluster := func(r clusterv1.ContractVersionedObjectReference) client.Object {
+		return &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c"}, Spec: clusterv1.ClusterSpec{InfrastructureRef: r}}
+	}
+	machine := func(r clusterv1.ContractVersionedObjectReference) client.Object {
+		return &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "m"}, Spec: clusterv1.MachineSpec{InfrastructureRef: r}}
+	}
+	tests := []struct {
+		name string
+		obj  client.Object
+		want string
+	}{
+		{"cluster of the kind", cluster(ref(group, "QEMUCluster", "x")), "ns/x"},
+		{"machine of the kind", machine(ref(group, "QEMUCluster", "y")), "ns/y"},
+		{"other kind", cluster(ref(group, "LocalCluster", "x")), ""},
+		{"other group", cluster(ref("example.com", "QEMUCluster", "x")), ""},
+		{"no name", cluster(ref(group, "QEMUCluster", "")), ""},
+		{"not a core object", &clusterv1.MachineSet{}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			reqs := kit.ToInfrastructure(group, "QEMUCluster")(context.Background(), tc.obj)
+			got := ""
+			if len(reqs) == 1 {
+				got = reqs[0].String()
+			}
+			if got != tc.want || len(reqs) > 1 {
+				t.Errorf("got %v, want %q", reqs, tc.want)
+			}
+		})
+	}
+}
+
+func TestCoreOwnerName(t *testing.T) {
+	obj := &metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{
+		{APIVersion: "example.com/v1", Kind: "Cluster", Name: "not-core"},
+		{APIVersion: "cluster.x-k8s.io/v1beta1", Kind: "Machine", Name: "old-version"},
+		{APIVersion: "cluster.x-k8s.io/v1beta2", Kind: "Cluster", Name: "c"},
+	}}
+	for kind, want := range map[string]string{"Cluster": "c", "Machine": "old-version", "MachineSet": ""} {
+		if got := kit.CoreOwnerName(obj, kind); got != want {
+			t.Errorf("CoreOwnerName(%s) = %q, want %q", kind, got, want)
+		}
+	}
+}

@@ -1,0 +1,251 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"capstan.dev/capstan/internal/certs"
+	"capstan.dev/capstan/internal/node/controlplane"
+	"capstan.dev/capstan/internal/providers/local/machinedir"
+)
+
+// Reporter is told what the machine does. The local provider's reporter is
+// the machine directory (status.json and apiserver-endpoint); a guest's
+// writes its status under /var/lib/capstan for `capstan kubeadm` to wait on.
+type Reporter interface {
+	// Status applies change to the machine's status and publishes it.
+	Status(change func(*machinedir.Status)) error
+	// APIServer says where this machine's API server serves (host:port),
+	// or "" once it stopped serving or leaves the load balancer.
+	APIServer(address string) error
+}
+
+// Identity is what the machine knows of itself before kubeadm runs.
+type Identity struct {
+	// Hostname names the node when the kubeadm configuration does not.
+	Hostname string
+	// ProviderID is the Node's spec.providerID when the kubelet's
+	// provider-id extra argument does not set one.
+	ProviderID string
+	// Version is the kubelet version the Node reports.
+	Version string
+}
+
+// Network is where the machine's components listen.
+type Network struct {
+	// Ports, when set, are the control-plane ports to use; otherwise free
+	// loopback ports are chosen on the first start. Either way they are
+	// saved, since etcd keeps its peer URL in the cluster.
+	Ports *Ports
+	// APIServerBindAddress is the address the API server listens on
+	// (default 127.0.0.1); a guest uses 0.0.0.0 because its host forwards
+	// a port to it.
+	APIServerBindAddress string
+}
+
+// NodeOptions make a Node.
+type NodeOptions struct {
+	// Root is the machine's "/": a directory on the host for a local
+	// machine, "/" itself in a guest.
+	Root     string
+	Identity Identity
+	Network  Network
+	// Report receives the machine's status; nil reports nothing.
+	Report Reporter
+	Log    logr.Logger
+}
+
+// Node is one machine's kubeadm side: kubeadm init and join performed on
+// its root, the restart of what it became, and the components it runs.
+// The local provider's agent and `capstan kubeadm` in a guest share it.
+type Node struct{ a *agent }
+
+// agent is one run of a machine.
+type agent struct {
+	root     string
+	id       Identity
+	net      Network
+	log      logr.Logger
+	reporter Reporter
+	st       *state
+
+	cp *controlplane.ControlPlane
+	// endpoint is the cluster's control-plane endpoint (host:port), when
+	// the kubeadm configuration names one.
+	endpoint string
+	// keyAlgorithm is the cluster's encryptionAlgorithm, known once the
+	// control plane has started from the ClusterConfiguration; the
+	// control-plane kubelet's credential is minted with it.
+	keyAlgorithm certs.KeyAlgorithm
+	// kubelet runs under its own context so that it stops before the
+	// control plane on shutdown.
+	kubeletCancel context.CancelFunc
+	kubeletDone   chan struct{}
+	// kubeletRegistered is closed once the kubelet registered its Node.
+	kubeletRegistered chan struct{}
+	// fatal receives the first error of a component that stopped on its own.
+	fatal chan error
+}
+
+// NewNode reads what the machine under o.Root became, if anything.
+func NewNode(o NodeOptions) (*Node, error) {
+	if o.Report == nil {
+		o.Report = noReport{}
+	}
+	st, err := loadState(o.Root)
+	if err != nil {
+		return nil, err
+	}
+	return &Node{a: &agent{
+		root: o.Root, id: o.Identity, net: o.Network, log: o.Log, reporter: o.Report, st: st,
+		fatal: make(chan error, 4),
+	}}, nil
+}
+
+// Initialised is true once kubeadm init or join set the machine up: its
+// components are then started with Resume.
+func (n *Node) Initialised() bool { return n.a.st.Started }
+
+// NodeName is the Node's name, once init or join chose it.
+func (n *Node) NodeName() string { return n.a.st.NodeName }
+
+// Role is RoleControlPlane or RoleWorker once set up, else "".
+func (n *Node) Role() string { return n.a.st.Role }
+
+// Init is `kubeadm init --config path`, path being a host path: it starts
+// etcd, the control plane and the kubelet and leaves in the new cluster
+// what kubeadm would. The components keep running until Stop.
+func (n *Node) Init(ctx context.Context, path string) error { return n.a.kubeadmInit(ctx, path) }
+
+// Join is `kubeadm join --config path`: a worker's kubelet, or another
+// control plane, as the JoinConfiguration says.
+func (n *Node) Join(ctx context.Context, path string) error { return n.a.kubeadmJoin(ctx, path) }
+
+// Resume starts the components of an initialised machine from what it
+// saved, without initialising anything again.
+func (n *Node) Resume(ctx context.Context) error {
+	a := n.a
+	a.log.Info("Restarting the components of an initialised machine", "role", a.st.Role, "node", a.st.NodeName)
+	if err := a.resume(ctx); err != nil {
+		return fmt.Errorf("restarting the machine's components: %w", err)
+	}
+	return nil
+}
+
+// WaitRegistered waits until the kubelet started by Init, Join or Resume
+// registered its Node; it returns the kubelet's error if it stopped first.
+func (n *Node) WaitRegistered(ctx context.Context) error {
+	a := n.a
+	if a.kubeletRegistered == nil {
+		return errors.New("no kubelet runs on this machine")
+	}
+	select {
+	case <-a.kubeletRegistered:
+		return nil
+	case err := <-a.fatal:
+		// Put it back for Wait, which reports it too.
+		a.fatal <- err
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for the kubelet to register Node %s: %w", a.st.NodeName, ctx.Err())
+	}
+}
+
+// Wait keeps the components running until ctx ends (nil) or one of them
+// stops on its own (its error), then stops them all within timeout.
+func (n *Node) Wait(ctx context.Context, timeout time.Duration) error {
+	a := n.a
+	var fatal error
+	select {
+	case <-ctx.Done():
+		a.log.Info("Stopping the machine")
+	case fatal = <-a.fatal:
+		a.log.Error(fatal, "A machine component stopped; shutting the machine down")
+	case fatal = <-a.cpDone():
+		if fatal == nil {
+			fatal = errors.New("the control plane stopped")
+		}
+		a.log.Error(fatal, "The control plane stopped; shutting the machine down")
+	}
+	n.Stop(timeout)
+	if fatal != nil {
+		return fatal
+	}
+	a.log.Info("Machine stopped")
+	return nil
+}
+
+// Stop stops what runs, waiting at most timeout.
+func (n *Node) Stop(timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	n.a.shutdown(ctx)
+}
+
+func (a *agent) cpDone() <-chan error {
+	if a.cp == nil {
+		return nil
+	}
+	return a.cp.Done()
+}
+
+// setStatus reports a status change; a failed report is logged only, since
+// the machine itself is fine.
+func (a *agent) setStatus(change func(*machinedir.Status)) {
+	err := a.reporter.Status(func(s *machinedir.Status) {
+		change(s)
+		if a.st != nil && a.st.NodeName != "" {
+			s.NodeName = a.st.NodeName
+		}
+	})
+	if err != nil {
+		a.log.Error(err, "Reporting the machine's status")
+	}
+}
+
+func (a *agent) publishEndpoint() error {
+	return a.reporter.APIServer(a.apiServerAddress())
+}
+
+func (a *agent) removeEndpoint() {
+	if err := a.reporter.APIServer(""); err != nil {
+		a.log.Error(err, "Withdrawing the API server endpoint")
+	}
+}
+
+// shutdown stops what runs, in the order that disturbs the cluster least:
+// leave the load balancer, stop the kubelet, then the control plane.
+func (a *agent) shutdown(ctx context.Context) {
+	a.removeEndpoint()
+	if a.kubeletCancel != nil {
+		a.kubeletCancel()
+		select {
+		case <-a.kubeletDone:
+		case <-ctx.Done():
+			a.log.Info("The kubelet did not stop in time")
+		}
+		a.kubeletCancel = nil
+	}
+	if a.cp != nil {
+		// An etcd member that lost its quorum can block its stop; the
+		// process exits anyway, which ends everything it runs.
+		stopped := make(chan struct{})
+		go func() { a.cp.Stop(); close(stopped) }()
+		select {
+		case <-stopped:
+		case <-ctx.Done():
+			a.log.Info("The control plane did not stop in time; exiting without waiting")
+		}
+		a.cp = nil
+	}
+}
+
+// noReport is the Reporter of a machine nobody watches.
+type noReport struct{}
+
+func (noReport) Status(func(*machinedir.Status)) error { return nil }
+func (noReport) APIServer(string) error                { return nil }
