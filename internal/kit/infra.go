@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,4 +45,34 @@ func CoreOwnerName(obj metav1.Object, kind string) string {
 		}
 	}
 	return ""
+}
+
+// ToClusterMembers maps a Cluster, or an object a Cluster owns (its
+// infrastructure cluster), to the objects of newList's kind in its namespace
+// that carry the cluster-name label of that Cluster: how an infrastructure
+// provider's machine controller hears of changes to its cluster.
+func ToClusterMembers(c client.Reader, newList func() client.ObjectList) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		name := obj.GetName()
+		if _, isCluster := obj.(*clusterv1.Cluster); !isCluster {
+			if name = CoreOwnerName(obj, clusterv1.ClusterKind); name == "" {
+				return nil
+			}
+		}
+		list := newList()
+		if err := c.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{clusterv1.ClusterNameLabel: name}); err != nil {
+			return nil
+		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return nil
+		}
+		reqs := make([]reconcile.Request, 0, len(items))
+		for _, item := range items {
+			if o, ok := item.(client.Object); ok {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
+			}
+		}
+		return reqs
+	}
 }

@@ -2,7 +2,12 @@ package kit_test
 
 import (
 	"context"
+	"slices"
 	"testing"
+
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"capstan.dev/capstan/internal/scheme"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,6 +62,38 @@ func TestCoreOwnerName(t *testing.T) {
 	for kind, want := range map[string]string{"Cluster": "c", "Machine": "old-version", "MachineSet": ""} {
 		if got := kit.CoreOwnerName(obj, kind); got != want {
 			t.Errorf("CoreOwnerName(%s) = %q, want %q", kind, got, want)
+		}
+	}
+}
+
+// A Cluster and the object it owns both map to the members labelled with
+// the Cluster's name, in its namespace only; an object no Cluster owns maps
+// to nothing.
+func TestToClusterMembers(t *testing.T) {
+	member := func(ns, name, cluster string) *clusterv1.Machine {
+		return &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{clusterv1.ClusterNameLabel: cluster}}}
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(
+		member("a", "m1", "demo"), member("a", "m2", "demo"), member("a", "other", "else"), member("b", "m3", "demo"),
+	).Build()
+	toMembers := kit.ToClusterMembers(c, func() client.ObjectList { return &clusterv1.MachineList{} })
+	owned := &clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "infra",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: clusterv1.GroupVersion.String(), Kind: clusterv1.ClusterKind, Name: "demo"}}}}
+	for name, tc := range map[string]struct {
+		obj  client.Object
+		want []string
+	}{
+		"the Cluster":         {&clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "demo"}}, []string{"m1", "m2"}},
+		"an object it owns":   {owned, []string{"m1", "m2"}},
+		"an object not owned": {&clusterv1.Machine{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "loose"}}, nil},
+	} {
+		var got []string
+		for _, r := range toMembers(context.Background(), tc.obj) {
+			got = append(got, r.Name)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", name, got, tc.want)
 		}
 	}
 }

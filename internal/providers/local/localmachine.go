@@ -17,7 +17,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	localv1 "capstan.dev/capstan/api/infrastructure/local/v1beta2"
@@ -37,26 +36,6 @@ type machineReconciler struct {
 
 	mu     sync.Mutex
 	starts map[types.NamespacedName]start
-}
-
-// clusterObjectToLocalMachines maps a Cluster or LocalCluster to the
-// LocalMachines of its cluster (labelled by the Machine controller).
-func (r *machineReconciler) clusterObjectToLocalMachines(ctx context.Context, obj client.Object) []reconcile.Request {
-	name := obj.GetName()
-	if _, ok := obj.(*localv1.LocalCluster); ok {
-		if name = kit.CoreOwnerName(obj, clusterv1.ClusterKind); name == "" {
-			return nil
-		}
-	}
-	list := &localv1.LocalMachineList{}
-	if err := r.client.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{clusterv1.ClusterNameLabel: name}); err != nil {
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-	}
-	return reqs
 }
 
 // machineScope is what one reconcile of a LocalMachine knows.

@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -101,7 +102,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		client: mgr.GetClient(), layout: l, binary: binary, notify: n,
 		stopper: newStopper(machineStopGrace), starts: map[types.NamespacedName]start{},
 	}
-	toMachines := handler.EnqueueRequestsFromMapFunc(machines.clusterObjectToLocalMachines)
+	toMachines := handler.EnqueueRequestsFromMapFunc(kit.ToClusterMembers(mgr.GetClient(), func() client.ObjectList { return &localv1.LocalMachineList{} }))
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named(LocalMachineController).
 		WithOptions(opts).

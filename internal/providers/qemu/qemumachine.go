@@ -17,7 +17,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	qemuv1 "capstan.dev/capstan/api/infrastructure/qemu/v1beta2"
@@ -43,26 +42,6 @@ type machineReconciler struct {
 	layout layout
 	notify *notifier
 	images *images
-}
-
-// clusterObjectToQEMUMachines maps a Cluster or QEMUCluster to the
-// QEMUMachines of its cluster (labelled by the Machine controller).
-func (r *machineReconciler) clusterObjectToQEMUMachines(ctx context.Context, obj client.Object) []reconcile.Request {
-	name := obj.GetName()
-	if _, ok := obj.(*qemuv1.QEMUCluster); ok {
-		if name = kit.CoreOwnerName(obj, clusterv1.ClusterKind); name == "" {
-			return nil
-		}
-	}
-	list := &qemuv1.QEMUMachineList{}
-	if err := r.client.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.MatchingLabels{clusterv1.ClusterNameLabel: name}); err != nil {
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-	}
-	return reqs
 }
 
 // machineScope is what one reconcile of a QEMUMachine knows.

@@ -120,7 +120,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 			waiters: map[client.ObjectKey]bool{},
 		},
 	}
-	toMachines := handler.EnqueueRequestsFromMapFunc(machines.clusterObjectToQEMUMachines)
+	toMachines := handler.EnqueueRequestsFromMapFunc(kit.ToClusterMembers(mgr.GetClient(), func() client.ObjectList { return &qemuv1.QEMUMachineList{} }))
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(QEMUMachineController).
 		WithOptions(opts).
