@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -22,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	qemuv1 "capstan.dev/capstan/api/infrastructure/qemu/v1beta2"
 	"capstan.dev/capstan/internal/atomicfile"
 	"capstan.dev/capstan/internal/manager"
 	"capstan.dev/capstan/internal/mgmt"
@@ -196,6 +198,7 @@ func clusterProgress(ctx context.Context, c client.Client, namespace, name strin
 	var st clusterState
 	phases := map[string]int{}
 	running := 0
+	var longSteps []string
 	for _, m := range machines.Items {
 		phase := m.Status.Phase
 		if phase == "" {
@@ -206,6 +209,9 @@ func clusterProgress(ctx context.Context, c client.Client, namespace, name strin
 			running++
 		} else {
 			st.waiting = append(st.waiting, m.Name+": "+phase+machineWaitsOn(&m))
+			if step := longInfrastructureStep(&m); step != "" && !slices.Contains(longSteps, step) {
+				longSteps = append(longSteps, step)
+			}
 		}
 	}
 	st.summary = fmt.Sprintf("machines %d/%d running", running, want)
@@ -219,6 +225,9 @@ func clusterProgress(ctx context.Context, c client.Client, namespace, name strin
 	}
 	if cluster.Status.Initialization.ControlPlaneInitialized == nil || !*cluster.Status.Initialization.ControlPlaneInitialized {
 		st.summary += "; control plane not initialized yet"
+	}
+	for _, step := range longSteps {
+		st.summary += "; " + step
 	}
 	if running < want || len(machines.Items) != want {
 		return st
@@ -275,6 +284,19 @@ func machineWaitsOn(m *clusterv1.Machine) string {
 				}
 				return " — " + t + " " + msg
 			}
+		}
+	}
+	return ""
+}
+
+// longInfrastructureStep is the message of a Machine's infrastructure when
+// it is in a step that takes minutes, such as the QEMU provider building its
+// guest image: the summary names it, so that a log or a pipe, which sees only
+// the summary, tells each step of the wait rather than one unchanging line.
+func longInfrastructureStep(m *clusterv1.Machine) string {
+	for _, c := range m.Status.Conditions {
+		if c.Type == clusterv1.InfrastructureReadyCondition && c.Status != metav1.ConditionTrue && c.Reason == qemuv1.BuildingImageReason {
+			return strings.ReplaceAll(c.Message, "\n", " ")
 		}
 	}
 	return ""

@@ -66,6 +66,11 @@ type upOptions struct {
 	uiPort int
 }
 
+// qemuClusterTimeout is --cluster-timeout's default for a cluster of QEMU
+// virtual machines: docs/qemu-provider.md measures a 1+1 cluster in 5 to 10
+// minutes on two loaded cores, and the guest image's first build in 2 to 10.
+const qemuClusterTimeout = 30 * time.Minute
+
 func newUpCommand(g *globals) *cobra.Command {
 	o := &upOptions{}
 	cmd := &cobra.Command{
@@ -79,6 +84,11 @@ once the plane is ready and returns the shell; --foreground keeps it attached
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.checkFlags(); err != nil {
 				return err
+			}
+			if !cmd.Flags().Changed("cluster-timeout") && o.template.infrastructure == "qemu" {
+				// Virtual machines under software emulation boot in
+				// minutes, after the guest image's first build.
+				o.clusterTimeout = qemuClusterTimeout
 			}
 			if _, err := scheduledBackups(g.dir(), o); err != nil {
 				return err
@@ -104,7 +114,7 @@ once the plane is ready and returns the shell; --foreground keeps it attached
 	cmd.Flags().StringVar(&o.qemuImageCache, "qemu-image-cache", "", "directory of the QEMU provider's built guest images (default <state-dir>/qemu/_images); planes that share it build the image once")
 	cmd.Flags().BoolVar(&o.inMemory, "in-memory", true, "also run the in-memory provider (simulated machines; capstan generate cluster --infrastructure in-memory)")
 	cmd.Flags().StringVar(&o.cluster, "cluster", "", "also create a workload cluster of this name (on --infrastructure, the local provider by default) and wait until its nodes are Ready")
-	cmd.Flags().DurationVar(&o.clusterTimeout, "cluster-timeout", 10*time.Minute, "how long to wait for the --cluster workload cluster")
+	cmd.Flags().DurationVar(&o.clusterTimeout, "cluster-timeout", 10*time.Minute, "how long to wait for the --cluster workload cluster ("+qemuClusterTimeout.String()+" by default with --infrastructure qemu)")
 	o.template.addFlags(cmd)
 	cmd.Flags().DurationVar(&o.backupEvery, "backup-every", 0, "take a snapshot of the plane at this interval (e.g. 1h), as capstan backup does; 0 takes none")
 	cmd.Flags().IntVar(&o.backupKeep, "backup-keep", 24, "with --backup-every, how many snapshots to keep; the oldest are removed")

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"capstan.dev/capstan/test/fixture"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -21,6 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"capstan.dev/capstan/test/fixture"
 )
 
 // installCapstanInto brings a workload cluster of one control-plane and one

@@ -28,7 +28,7 @@ import (
 
 // TestQEMUClusterLifecycle brings up a cluster of QEMU virtual machines (1
 // control plane + 1 worker) with the real binary the way a user does:
-// `capstan generate cluster --infrastructure qemu` applied to a plane,
+// `capstan up --cluster vms --infrastructure qemu`,
 // kubectl through the endpoint, a killed worker VM reported and replaced by
 // a MachineHealthCheck, and deletion leaving no QEMU process, disk or port.
 // It needs QEMU and the image tools on the host (under CI=true their
@@ -41,41 +41,25 @@ func TestQEMUClusterLifecycle(t *testing.T) {
 	}
 	fixture.RequireQEMU(t)
 	p := newPlane(t)
-	p.up("--qemu-image-cache", fixture.QEMUImageCache(t))
 	ctx := context.Background()
-	mc := p.client()
-
 	sizes := filepath.Join(t.TempDir(), "sizes.yaml")
 	if err := os.WriteFile(sizes, []byte("CONTROL_PLANE_MACHINE_CPUS: 1\nCONTROL_PLANE_MACHINE_MEMORY_MIB: 2048\nWORKER_MACHINE_CPUS: 1\nWORKER_MACHINE_MEMORY_MIB: 1024\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	manifest, code := capstan(t, "generate", "cluster", "vms", "--infrastructure", "qemu", "--config", sizes)
-	if code != 0 {
-		t.Fatalf("generate exited %d:\n%s", code, manifest)
-	}
+	// The first machine waits for the guest image: built on the cache's
+	// first run (each step then shows in the output), reused after.
 	started := time.Now()
-	if err := apply(mc, manifest); err != nil {
-		t.Fatal(err)
-	}
-	// The first machine waits for the guest image; later runs use the
-	// cache under the plane's state directory.
-	fixture.Eventually(t, "both VMs running", 20*time.Minute, func(ctx context.Context) string {
-		say, running, broken := qemuMachinesSay(ctx, mc)
-		if broken {
-			// Waiting longer would not help: fail now, not after 20 minutes.
-			t.Fatalf("a QEMUMachine cannot get going: %s", say)
-		}
-		return fixture.Unless(running == 2, say)
-	})
-	t.Logf("both VMs running %.0fs after the manifest was applied", time.Since(started).Seconds())
-	kubeconfig, code := capstan(t, "get", "kubeconfig", "vms", "--kubeconfig", filepath.Join(p.dir, "kubeconfig"))
+	out, code := capstan(t, "up", "--state-dir", p.dir, "--qemu-image-cache", fixture.QEMUImageCache(t),
+		"--cluster", "vms", "--infrastructure", "qemu", "--config", sizes)
+	t.Logf("capstan up --cluster vms --infrastructure qemu (1 control plane + 1 worker) took %.0fs:\n%s", time.Since(started).Seconds(), out)
 	if code != 0 {
-		t.Fatalf("get kubeconfig exited %d:\n%s", code, kubeconfig)
+		t.Fatalf("capstan up --cluster exited %d; log:\n%s", code, tail(p.log(), 60))
 	}
-	path := filepath.Join(t.TempDir(), "vms.kubeconfig")
-	if err := os.WriteFile(path, []byte(kubeconfig), 0o600); err != nil {
-		t.Fatal(err)
+	if !strings.Contains(out, "Cluster vms is ready") || strings.Count(out, " Ready ") != 2 {
+		t.Fatalf("up did not report two Ready nodes:\n%s", out)
 	}
+	mc := p.client()
+	path := filepath.Join(p.dir, "vms.kubeconfig")
 	wcfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +75,7 @@ func TestQEMUClusterLifecycle(t *testing.T) {
 			t.Errorf("kubeconfig server %s is not the QEMUCluster's endpoint %s", wcfg.Host, qc.Spec.ControlPlaneEndpoint)
 		}
 		waitReadyNodes(t, wl, 2, 15*time.Minute)
-		t.Logf("2 Ready nodes %.0fs after the manifest was applied", time.Since(started).Seconds())
+		t.Logf("2 Ready nodes %.0fs after capstan up started", time.Since(started).Seconds())
 		nodes, err := wl.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -201,33 +185,6 @@ func TestQEMUClusterLifecycle(t *testing.T) {
 			return strings.Join(left, ", ")
 		})
 	})
-}
-
-// qemuMachinesSay sums up what the QEMUMachines' VMProvisioned conditions
-// say, for a test waiting on them: how many VMs run, and whether one says
-// what waiting does not mend (the image build or a VM's start failed, a VM
-// exited).
-func qemuMachinesSay(ctx context.Context, c client.Client) (say string, running int, broken bool) {
-	list := &qemuv1.QEMUMachineList{}
-	if err := c.List(ctx, list, client.InNamespace("default")); err != nil {
-		return err.Error(), 0, false
-	}
-	var says []string
-	for _, qm := range list.Items {
-		for _, cond := range qm.Status.Conditions {
-			if cond.Type != qemuv1.VMProvisionedCondition {
-				continue
-			}
-			says = append(says, fmt.Sprintf("%s: %s %s", qm.Name, cond.Reason, cond.Message))
-			switch {
-			case cond.Status == metav1.ConditionTrue:
-				running++
-			case cond.Reason == qemuv1.ImageFailedReason, cond.Reason == qemuv1.StartFailedReason, cond.Reason == qemuv1.VMExitedReason:
-				broken = true
-			}
-		}
-	}
-	return fmt.Sprintf("%d QEMUMachines [%s]", len(list.Items), strings.Join(says, "; ")), running, broken
 }
 
 // logVMFigures logs how long a VM took from its start to its Node's

@@ -41,8 +41,9 @@ type Options struct {
 	// CapstanBinary is the binary the guest runs (os.Executable() in
 	// production).
 	CapstanBinary string
-	// Progress, if set, is told each step ("building the guest image:
-	// installing packages", …) as it starts.
+	// Progress, if set, is told each step of a build ("installing Debian
+	// packages (mmdebstrap)", …) as it starts; the caller says what is
+	// being built.
 	Progress func(step string)
 	// Mirror is the Debian mirror packages come from; DefaultMirror when
 	// empty. It is not part of the recipe: any mirror gives the same image.
@@ -145,7 +146,7 @@ func Ensure(ctx context.Context, o Options) (Image, error) {
 		return img, nil
 	}
 	unlock, err := lock(ctx, filepath.Join(imagesDir, id+".lock"), func() {
-		progress("building the guest image: waiting for another process building it")
+		progress("waiting for another process building it")
 	})
 	if err != nil {
 		return Image{}, err
@@ -353,7 +354,7 @@ var maskedUnits = []string{
 // build makes the image in dir: kernel, initrd and qcow2 disk.
 func build(ctx context.Context, dir, mirror string, progress func(string)) error {
 	rootfs := filepath.Join(dir, "rootfs")
-	progress("building the guest image: installing Debian packages (mmdebstrap)")
+	progress("installing Debian packages (mmdebstrap)")
 	args := []string{
 		"--mode=root", "--variant=apt", "--format=directory",
 		"--include=" + strings.Join(Packages, ","),
@@ -382,14 +383,14 @@ func build(ctx context.Context, dir, mirror string, progress func(string)) error
 	if err := os.MkdirAll(filepath.Join(rootfs, "opt/capstan"), 0o755); err != nil {
 		return err
 	}
-	progress("building the guest image: extracting the kernel")
+	progress("extracting the kernel")
 	if err := copyNewest(filepath.Join(rootfs, "boot"), "vmlinuz-", filepath.Join(dir, "vmlinuz")); err != nil {
 		return err
 	}
 	if err := copyNewest(filepath.Join(rootfs, "boot"), "initrd.img-", filepath.Join(dir, "initrd.img")); err != nil {
 		return err
 	}
-	progress("building the guest image: writing the root file system")
+	progress("writing the root file system")
 	used, err := treeSize(rootfs)
 	if err != nil {
 		return err
@@ -405,7 +406,7 @@ func build(ctx context.Context, dir, mirror string, progress func(string)) error
 	if err := removeBuildDir(rootfs); err != nil {
 		return err
 	}
-	progress("building the guest image: converting the disk to qcow2")
+	progress("converting the disk to qcow2")
 	if err := run(ctx, "qemu-img", "convert", "-f", "raw", "-O", "qcow2", raw, filepath.Join(dir, "disk.qcow2")); err != nil {
 		return err
 	}
