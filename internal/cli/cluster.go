@@ -290,12 +290,14 @@ func machineWaitsOn(m *clusterv1.Machine) string {
 }
 
 // longInfrastructureStep is the message of a Machine's infrastructure when
-// it is in a step that takes minutes, such as the QEMU provider building its
-// guest image: the summary names it, so that a log or a pipe, which sees only
-// the summary, tells each step of the wait rather than one unchanging line.
+// it is in a step that takes minutes, or failed at it: the QEMU provider
+// building its guest image (or the build failing, say for a missing tool).
+// The summary names it, so that a log or a pipe, which sees only the
+// summary, tells each step of the wait rather than one unchanging line.
 func longInfrastructureStep(m *clusterv1.Machine) string {
 	for _, c := range m.Status.Conditions {
-		if c.Type == clusterv1.InfrastructureReadyCondition && c.Status != metav1.ConditionTrue && c.Reason == qemuv1.BuildingImageReason {
+		if c.Type == clusterv1.InfrastructureReadyCondition && c.Status != metav1.ConditionTrue &&
+			(c.Reason == qemuv1.BuildingImageReason || c.Reason == qemuv1.ImageFailedReason) {
 			return strings.ReplaceAll(c.Message, "\n", " ")
 		}
 	}

@@ -14,8 +14,9 @@ import (
 
 // TestClusterProgressNamesTheImageBuild checks that `capstan up --cluster`
 // tells the QEMU guest image's build in its summary, the one line a log or
-// a pipe sees, so that each step of a wait of minutes shows there, and that
-// the summary drops it once the Machine has moved on.
+// a pipe sees, so that each step of a wait of minutes shows there, and a
+// failed build too, and that the summary drops it once the Machine has moved
+// on.
 func TestClusterProgressNamesTheImageBuild(t *testing.T) {
 	ns := env.Namespace(t)
 	ctx := context.Background()
@@ -39,6 +40,15 @@ func TestClusterProgressNamesTheImageBuild(t *testing.T) {
 	got := clusterProgress(ctx, env.Client, ns, "vms", 1)
 	if want := "machines 0/1 running (1 Provisioning); control plane not initialized yet; " + step; got.summary != want {
 		t.Errorf("while the image builds the summary is\n  %q\nwant\n  %q", got.summary, want)
+	}
+
+	failed := "building the guest image failed: image: building the guest image needs mmdebstrap on PATH: install the Debian packages mmdebstrap, e2fsprogs and qemu-utils"
+	m.Status.Conditions = []metav1.Condition{tc.cond(clusterv1.InfrastructureReadyCondition, metav1.ConditionFalse, qemuv1.ImageFailedReason, 0, failed)}
+	if err := env.Client.Status().Update(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	if got := clusterProgress(ctx, env.Client, ns, "vms", 1); !strings.HasSuffix(got.summary, "; "+failed) {
+		t.Errorf("when the build fails the summary is %q; want it to end with the failure", got.summary)
 	}
 
 	m.Status.Phase = string(clusterv1.MachinePhaseProvisioned)
