@@ -90,11 +90,10 @@ func (r *Resolver) GroupVersionKind(ctx context.Context, ref clusterv1.ContractV
 }
 
 // discoveredVersion resolves ref from API discovery, for a caller that may
-// not read CRDs but, like every signed-in user, may
-// ask the API server what it serves. Discovery cannot see the contract
-// label, so this is a guess, good enough to show a provider object and
-// never to act on one: the served version the API server prefers for the
-// kind. That is the newest served version in Kubernetes' version order,
+// not read CRDs but, like every signed-in user, may ask the API server
+// what it serves. Discovery cannot see the contract label, so this is a
+// guess, good enough to show a provider object and never to act on one:
+// the served version the API server prefers for the kind. That is the newest served version in Kubernetes' version order,
 // which is the label's choice whenever a provider serves the versions its
 // contract label names, as providers do; a provider that still serves a
 // newer version not yet labelled for the contract is read in that version.

@@ -30,9 +30,9 @@ func (e *ClusterNotFoundError) Error() string {
 // Both `capstan describe` and the web console build their tree from it.
 //
 // discovery (may be nil) finds the versions of provider kinds when r may
-// not read their CRDs, as app teams' read-only roles often do not allow:
-// give the client's RESTMapper, which asks the API server with the same
-// credentials as r.
+// not read their CRDs, which app teams' read-only roles often forbid: give
+// the RESTMapper of the client behind r, which asks the API server with
+// the same credentials.
 func Read(ctx context.Context, r client.Reader, discovery meta.RESTMapper, namespace, name string, warn func(what string, err error)) (Objects, error) {
 	o := Objects{Cluster: &clusterv1.Cluster{},
 		InfrastructureMachines: map[string]*unstructured.Unstructured{}, BootstrapConfigs: map[string]*unstructured.Unstructured{},
