@@ -178,7 +178,7 @@ func runDescribeCluster(ctx context.Context, c client.Client, out, errOut io.Wri
 	if err != nil {
 		return err
 	}
-	objs, err := describe.Read(ctx, c, o.target.namespace, name, func(what string, err error) {
+	objs, err := describe.Read(ctx, c, c.RESTMapper(), o.target.namespace, name, func(what string, err error) {
 		fmt.Fprintf(errOut, "Warning: %s: %v\n", what, err)
 	})
 	if err != nil {

@@ -493,11 +493,25 @@ func TestConsole(t *testing.T) {
 	})
 
 	t.Run("restricted user", func(t *testing.T) {
-		viewer := restrictedUser(t, ns)
+		viewer := restrictedUser(t, ns, "console-viewer", clusterv1.GroupVersion.Group, controlplanev1.GroupVersion.Group, inmemoryv1.GroupVersion.Group)
+		ctx := context.Background()
+		// Conditions for the viewer's tree to show.
+		infra := &inmemoryv1.InMemoryCluster{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "demo"}, infra); err != nil {
+			t.Fatal(err)
+		}
+		now := metav1.Now()
+		infra.Status.Conditions = []metav1.Condition{
+			{Type: clusterv1.ReadyCondition, Status: metav1.ConditionTrue, Reason: "Provisioned", LastTransitionTime: now},
+			{Type: clusterv1.PausedCondition, Status: metav1.ConditionFalse, Reason: "NotPaused", LastTransitionTime: now},
+		}
+		if err := env.Client.Status().Update(ctx, infra); err != nil {
+			t.Fatal(err)
+		}
 		// This console starts watching on first use, as the plane's does.
 		_, vb := startConsole(t, Options{Config: viewer, StartOnFirstUse: true})
 		md := &clusterv1.MachineDeployment{}
-		if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "demo-md"}, md); err != nil {
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "demo-md"}, md); err != nil {
 			t.Fatal(err)
 		}
 		status, reply := vb.post(clusterPath+"/scale", map[string]any{"kind": "MachineDeployment", "name": "demo-md", "replicas": 5})
@@ -505,7 +519,7 @@ func TestConsole(t *testing.T) {
 			t.Errorf("a viewer's scale: %d %+v, want the API server's 403", status, reply)
 		}
 		after := &clusterv1.MachineDeployment{}
-		if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "demo-md"}, after); err != nil || after.ResourceVersion != md.ResourceVersion {
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "demo-md"}, after); err != nil || after.ResourceVersion != md.ResourceVersion {
 			t.Errorf("a refused scale changed the MachineDeployment: %v → %v (%v)", md.Spec.Replicas, after.Spec.Replicas, err)
 		}
 		var detail Detail
@@ -515,6 +529,63 @@ func TestConsole(t *testing.T) {
 		}
 		if status, reply := vb.post(clusterPath+"/kubeconfig", nil); status != http.StatusForbidden {
 			t.Errorf("a viewer's kubeconfig download: %d %+v, want 403", status, reply)
+		}
+
+		// The viewer may read the provider objects but not their CRDs:
+		// their versions come from discovery, and the tree shows them.
+		if len(detail.Warnings) != 0 {
+			t.Errorf("warnings for a viewer who may read the provider objects: %q", detail.Warnings)
+		}
+		infraNode, cpNode := treeNode(detail.Tree, "InMemoryCluster", "demo"), treeNode(detail.Tree, "KubeadmControlPlane", "demo-cp")
+		if infraNode == nil || infraNode.Status == nil || infraNode.Status.Reason != "Provisioned" ||
+			len(infraNode.Conditions) != 1 || infraNode.Conditions[0].Reason != "NotPaused" {
+			t.Errorf("the infrastructure's row: %+v, want Ready by Provisioned and Paused by NotPaused", infraNode)
+		}
+		if cpNode == nil || (cpNode.Status != nil && cpNode.Status.Reason == clusterv1.ObjectDoesNotExistReason) {
+			t.Errorf("the control plane's row: %+v, want the object read", cpNode)
+		}
+
+		// The same through describe.Read, as `capstan describe` reads.
+		c, err := client.New(viewer, client.Options{Scheme: env.Client.Scheme()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var warnings []string
+		warn := func(what string, err error) { warnings = append(warnings, what+": "+err.Error()) }
+		// Without discovery the viewer sees no provider object: the CRD
+		// is really out of reach, so what follows proves the fallback.
+		// (The cluster's infrastructure, its control plane and the kind of
+		// its Machine's infrastructure.)
+		if _, err := describe.Read(ctx, c, nil, ns, "demo", warn); err != nil || len(warnings) != 3 ||
+			!strings.Contains(strings.Join(warnings, "\n"), `cannot get resource "customresourcedefinitions"`) {
+			t.Fatalf("describe.Read without discovery: %v, warnings %q; want three CRDs refused", err, warnings)
+		}
+		warnings = nil
+		objs, err := describe.Read(ctx, c, c.RESTMapper(), ns, "demo", warn)
+		if err != nil || len(warnings) != 0 || objs.Infrastructure == nil || objs.ControlPlane == nil {
+			t.Fatalf("describe.Read with discovery: %v, warnings %q, infrastructure %v, control plane %v", err, warnings, objs.Infrastructure, objs.ControlPlane)
+		}
+		if gvk := objs.Infrastructure.GroupVersionKind(); gvk != inmemoryv1.GroupVersion.WithKind("InMemoryCluster") {
+			t.Errorf("infrastructure read as %v", gvk)
+		}
+	})
+
+	// Who may not read the provider objects themselves still sees them
+	// missing, and why.
+	t.Run("viewer who may not read provider objects", func(t *testing.T) {
+		viewer := restrictedUser(t, ns, "console-core-only", clusterv1.GroupVersion.Group)
+		_, cb := startConsole(t, Options{Config: viewer, StartOnFirstUse: true})
+		var detail Detail
+		cb.getJSON(clusterPath, http.StatusOK, &detail)
+		joined := strings.Join(detail.Warnings, "\n")
+		for _, want := range []string{"InMemoryCluster demo", `"console-core-only" cannot get resource "inmemoryclusters"`,
+			"KubeadmControlPlane demo-cp", `cannot get resource "kubeadmcontrolplanes"`} {
+			if !strings.Contains(joined, want) {
+				t.Errorf("warnings %q do not say %q", detail.Warnings, want)
+			}
+		}
+		if n := treeNode(detail.Tree, "InMemoryCluster", "demo"); n == nil || n.Status == nil || n.Status.Reason != clusterv1.ObjectDoesNotExistReason {
+			t.Errorf("the infrastructure's row: %+v, want it shown missing", n)
 		}
 	})
 
@@ -533,26 +604,42 @@ func TestConsole(t *testing.T) {
 	})
 }
 
-// restrictedUser is a config that acts as a user who may read what the
-// console shows but neither change it nor read Secrets.
-func restrictedUser(t *testing.T, ns string) *rest.Config {
+// treeNode is the row of kind/name in tree, or nil.
+func treeNode(tree *describe.Node, kind, name string) *describe.Node {
+	if tree == nil {
+		return nil
+	}
+	if tree.Kind == kind && tree.Name == name {
+		return tree
+	}
+	for _, c := range tree.Children {
+		if n := treeNode(c, kind, name); n != nil {
+			return n
+		}
+	}
+	return nil
+}
+
+// restrictedUser is a config that acts as user, who may read Events and
+// the objects of groups but neither change them nor read Secrets or CRDs,
+// as app teams' read-only roles often are.
+func restrictedUser(t *testing.T, ns, user string, groups ...string) *rest.Config {
 	t.Helper()
-	name := "console-viewer-" + ns
+	name := user + "-" + ns
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{
-		{APIGroups: []string{clusterv1.GroupVersion.Group, controlplanev1.GroupVersion.Group, inmemoryv1.GroupVersion.Group}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: groups, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}},
 		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"get", "list", "watch"}},
-		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "list", "watch"}},
 	}}
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "console-viewer"}}}
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}}
 	fixture.Create(t, env.Client, role, binding)
 	t.Cleanup(func() {
 		_ = env.Client.Delete(context.Background(), binding)
 		_ = env.Client.Delete(context.Background(), role)
 	})
 	cfg := rest.CopyConfig(env.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: "console-viewer"}
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
 	return cfg
 }
 

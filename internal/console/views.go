@@ -143,7 +143,7 @@ func (s *Server) detail(ctx context.Context, key client.ObjectKey) (*Detail, int
 	d := &Detail{Nodes: []NodeInfo{}, Events: []EventInfo{}, Warnings: []string{}}
 	readCtx, cancel := context.WithTimeout(ctx, cacheWait)
 	defer cancel()
-	objs, err := describe.Read(readCtx, routingReader{cached: s.cache, live: s.client}, key.Namespace, key.Name, func(what string, err error) {
+	objs, err := describe.Read(readCtx, routingReader{cached: s.cache, live: s.client}, s.client.RESTMapper(), key.Namespace, key.Name, func(what string, err error) {
 		d.Warnings = append(d.Warnings, what+": "+err.Error())
 	})
 	if err != nil {

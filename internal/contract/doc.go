@@ -5,7 +5,9 @@
 // A ContractVersionedObjectReference names a kind and an API group but no
 // version. Resolver finds the version from the provider CRD's contract
 // label (`cluster.x-k8s.io/v1beta2: v1beta1_v1beta2` lists the versions
-// that implement the v1beta2 contract; the newest wins). The accessors read
+// that implement the v1beta2 contract; the newest wins). Views that read
+// with a user's rights may give it API discovery to fall back on when that
+// user may not read CRDs (Resolver.Discovery); controllers never do. The accessors read
 // the contract's paths from the unstructured object: the v1beta2 paths
 // first, then the v1beta1 fallbacks (`status.ready`, `status.initialized`)
 // so that providers that have not moved to v1beta2 keep working.

@@ -32,6 +32,14 @@ func CRDName(group, kind string) string {
 // cache (metadata-only is enough): resolving then costs no API call.
 type Resolver struct {
 	Reader client.Reader
+	// Discovery, when set, answers instead of the CRD when Reader is
+	// forbidden to read it (a 403, nothing else): see discoveredVersion.
+	// Only views that read with a user's rights (describe, the console)
+	// set it; controllers leave it nil, so that they keep resolving from
+	// the contract label alone. The Resolver keeps no answers of its own:
+	// what Discovery says is never taken for what a CRD says, even for a
+	// Resolver shared by callers with other rights.
+	Discovery meta.RESTMapper
 }
 
 // NotContractCompliantError says a CRD does not declare which of its
@@ -69,6 +77,9 @@ func (r *Resolver) GroupVersionKind(ctx context.Context, ref clusterv1.ContractV
 		if apierrors.IsNotFound(err) {
 			return schema.GroupVersionKind{}, kit.UserFix(&KindNotInstalledError{Kind: ref.Kind, Group: ref.APIGroup, CRD: name})
 		}
+		if apierrors.IsForbidden(err) && r.Discovery != nil {
+			return r.discoveredVersion(ref, name)
+		}
 		return schema.GroupVersionKind{}, fmt.Errorf("reading CRD %s: %w", name, err)
 	}
 	v := newestContractVersion(crd.GetLabels()[clusterv1.ContractVersionLabel])
@@ -76,6 +87,25 @@ func (r *Resolver) GroupVersionKind(ctx context.Context, ref clusterv1.ContractV
 		return schema.GroupVersionKind{}, kit.UserFix(&NotContractCompliantError{CRD: name})
 	}
 	return schema.GroupVersionKind{Group: ref.APIGroup, Version: v, Kind: ref.Kind}, nil
+}
+
+// discoveredVersion resolves ref from API discovery, for a caller that may
+// not read CRDs but, like every signed-in user, may ask the API server
+// what it serves. Discovery cannot see the contract label, so this is a
+// guess, good enough to show a provider object and never to act on one:
+// the served version the API server prefers for the kind. That is the newest served version in Kubernetes' version order,
+// which is the label's choice whenever a provider serves the versions its
+// contract label names, as providers do; a provider that still serves a
+// newer version not yet labelled for the contract is read in that version.
+func (r *Resolver) discoveredVersion(ref clusterv1.ContractVersionedObjectReference, crd string) (schema.GroupVersionKind, error) {
+	mapping, err := r.Discovery.RESTMapping(schema.GroupKind{Group: ref.APIGroup, Kind: ref.Kind})
+	if meta.IsNoMatchError(err) {
+		return schema.GroupVersionKind{}, kit.UserFix(&KindNotInstalledError{Kind: ref.Kind, Group: ref.APIGroup, CRD: crd})
+	}
+	if err != nil {
+		return schema.GroupVersionKind{}, fmt.Errorf("finding the version of %s: reading CRD %s is forbidden and API discovery failed: %w", ref.Kind, crd, err)
+	}
+	return mapping.GroupVersionKind, nil
 }
 
 // newestContractVersion picks the newest of the '_'-separated API versions

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,7 +28,12 @@ func (e *ClusterNotFoundError) Error() string {
 // they do not exist) and reported to warn, unless they are simply missing;
 // only a Cluster that cannot be read, or core lists that fail, are errors.
 // Both `capstan describe` and the web console build their tree from it.
-func Read(ctx context.Context, r client.Reader, namespace, name string, warn func(what string, err error)) (Objects, error) {
+//
+// discovery (may be nil) finds the versions of provider kinds when r may
+// not read their CRDs, which app teams' read-only roles often forbid: give
+// the RESTMapper of the client behind r, which asks the API server with
+// the same credentials.
+func Read(ctx context.Context, r client.Reader, discovery meta.RESTMapper, namespace, name string, warn func(what string, err error)) (Objects, error) {
 	o := Objects{Cluster: &clusterv1.Cluster{},
 		InfrastructureMachines: map[string]*unstructured.Unstructured{}, BootstrapConfigs: map[string]*unstructured.Unstructured{},
 		InfrastructureMachinePools: map[string]*unstructured.Unstructured{}}
@@ -37,7 +43,7 @@ func Read(ctx context.Context, r client.Reader, namespace, name string, warn fun
 		}
 		return o, fmt.Errorf("reading Cluster %s/%s: %w", namespace, name, err)
 	}
-	resolver := &contract.Resolver{Reader: r}
+	resolver := &contract.Resolver{Reader: r, Discovery: discovery}
 	report := func(what string, err error) {
 		if warn != nil && !apierrors.IsNotFound(err) {
 			warn(what, err)
