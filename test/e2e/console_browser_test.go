@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -28,11 +30,12 @@ import (
 // The web console in a real browser, against a real plane: the fleet lists
 // the clusters with their states and filters them, a cluster's view shows
 // its tree, conditions and Nodes, a scale done outside the console shows
-// within a second, the confirmed actions take effect, and a user whom RBAC
-// refuses sees the API server's message while nothing changes; a remediation
-// shows the MachineHealthCheck's verdict on the unhealthy Machine and its
-// replacement. One plane
-// and one browser serve every step.
+// within a second, the confirmed actions take effect (a rollout restart
+// shows the old and new Machines side by side, the new one rising through
+// its phases), and a user whom RBAC refuses sees the API server's message
+// while nothing changes; a remediation shows the MachineHealthCheck's
+// verdict on the unhealthy Machine and its replacement. One plane and one
+// browser serve every step.
 func TestConsoleInBrowser(t *testing.T) {
 	b := newBrowser(t) // first: without Chromium there is nothing to start
 	started := time.Now()
@@ -295,6 +298,36 @@ func TestConsoleInBrowser(t *testing.T) {
 
 	t.Run("rollout restart", func(t *testing.T) {
 		admin.t = t
+		list := &clusterv1.MachineList{}
+		if err := c.List(ctx, list, client.InNamespace("default"), client.MatchingLabels{clusterv1.MachineDeploymentNameLabel: "web-b-md-0"}); err != nil {
+			t.Fatal(err)
+		}
+		var old []string
+		for _, m := range list.Items {
+			old = append(old, m.Name)
+		}
+		oldJSON, _ := json.Marshal(old)
+		// The page records every worker Machine and phase its tree shows
+		// during the rollout, and whether old and new ever show together.
+		eval[bool](admin, fmt.Sprintf(`(() => {
+			const old = new Set(%s);
+			window.capstanRollout = {seen: new Set(), both: false};
+			const look = () => {
+				const names = [];
+				for (const row of document.querySelectorAll('[data-testid=tree] [data-kind=Machine]')) {
+					const phase = row.querySelector(':scope > .tree-head .phase')?.textContent || '';
+					for (const name of (row.dataset.name || row.dataset.machines || '').split(' ')) {
+						if (!name.startsWith('web-b-md-0-')) continue;
+						names.push(name);
+						window.capstanRollout.seen.add(name + ' ' + phase);
+					}
+				}
+				if (names.some(n => old.has(n)) && names.some(n => !old.has(n))) window.capstanRollout.both = true;
+			};
+			look();
+			new MutationObserver(look).observe(document.getElementById('cluster-view'), {subtree: true, childList: true, characterData: true});
+			return true;
+		})()`, oldJSON))
 		clicked := time.Now().Add(-time.Second) // rollout.after has a resolution of seconds
 		admin.click(`[data-action=rollout-restart][data-target="MachineDeployment/web-b-md-0"]`)
 		admin.click(`[data-testid=confirm-ok]`)
@@ -306,6 +339,25 @@ func TestConsoleInBrowser(t *testing.T) {
 			after := got.Spec.Rollout.After
 			return fixture.Unless(!after.IsZero() && !after.Time.Before(clicked), fmt.Sprintf("spec.rollout.after %v", after))
 		})
+		admin.waitFor("the old worker replaced by a Running new one", 3*time.Minute,
+			fmt.Sprintf(`((old, ms) => !ms.some(m => old.includes(m.dataset.name)) && ms.some(m => m.dataset.name?.startsWith('web-b-md-0-') && m.textContent.includes('Running')))(%s, [...document.querySelectorAll('[data-testid=tree] [data-kind=Machine]')])`, oldJSON),
+			`document.querySelector('[data-testid=tree]')?.innerText`)
+		seen := eval[[]string](admin, `[...window.capstanRollout.seen].sort()`)
+		t.Logf("the tree showed during the rollout: %v", seen)
+		if !eval[bool](admin, `window.capstanRollout.both`) {
+			t.Errorf("the tree never showed the old and the new worker Machines together: %v", seen)
+		}
+		var risingNew bool
+		for _, s := range seen {
+			name, phase, _ := strings.Cut(s, " ")
+			if !slices.Contains(old, name) && phase != "" && phase != string(clusterv1.MachinePhaseRunning) {
+				risingNew = true
+			}
+		}
+		if !risingNew {
+			t.Errorf("the tree never showed the new worker Machine before it was Running: %v", seen)
+		}
+		admin.shot("rolled-out")
 	})
 
 	t.Run("refused by RBAC", func(t *testing.T) {
@@ -321,9 +373,18 @@ func TestConsoleInBrowser(t *testing.T) {
 		if !strings.Contains(shown, "forbidden") || !strings.Contains(shown, "console-viewer") {
 			t.Errorf("the error shows %q, want the API server's 403 naming the user", shown)
 		}
-		// What the viewer may not read is said, not silently missing.
-		if w := tb.text(`[data-testid=warnings]`); !strings.Contains(w, "forbidden") {
-			t.Errorf("the viewer's cluster view warns %q, want why some objects cannot be read", w)
+		// The viewer may read the provider objects but not their CRDs: the
+		// tree shows them all the same (their versions from discovery).
+		// The workload's Nodes need the kubeconfig Secret, which the viewer
+		// may not read: that is said, not silently missing.
+		if w := tb.text(`[data-testid=warnings]`); w != "" {
+			t.Errorf("the viewer's cluster view warns %q, want nothing: every object of the tree is readable", w)
+		}
+		if !eval[bool](tb, `!!document.querySelector('[data-testid=tree] [data-kind=InMemoryCluster][data-name=web-a] .dot.ok')`) {
+			t.Errorf("the viewer's tree does not show InMemoryCluster web-a as ready:\n%s", tb.text(`[data-testid=tree]`))
+		}
+		if e := tb.text(`#cluster-view .list-error`); !strings.Contains(e, "web-a-kubeconfig") || !strings.Contains(e, "forbidden") {
+			t.Errorf("the viewer's Nodes say %q, want why they cannot be read (the kubeconfig Secret is forbidden)", e)
 		}
 		tb.shot("refused")
 		got := &clusterv1.MachineDeployment{}
