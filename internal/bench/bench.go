@@ -52,15 +52,26 @@ type Config struct {
 	// ClusterClass of the same shape (TopologyManifests) instead of the
 	// objects a generated manifest holds.
 	Topology bool
+	// Hold, when set, is called once the run is measured, with the plane,
+	// the controllers and every cluster still running (the result names
+	// the kubeconfig), so that something else can look at a live fleet:
+	// `capstan bench scale --keep` waits there for Ctrl-C. Run stops them
+	// only after Hold returns.
+	Hold func(ctx context.Context, res *Result) error
 }
 
 // Result is what a run measured.
 type Result struct {
-	Clusters int    `json:"clusters"`
-	Workers  int    `json:"workersPerCluster"`
-	Machines int    `json:"machines"`
-	Delays   string `json:"delays"`
-	Running  int    `json:"machinesRunning"`
+	// Namespace holds the run's clusters, named c0, c1, ...
+	Namespace string `json:"namespace"`
+	// Kubeconfig is the management cluster's, for a run with Config.Hold:
+	// it works until Hold returns.
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	Clusters   int    `json:"clusters"`
+	Workers    int    `json:"workersPerCluster"`
+	Machines   int    `json:"machines"`
+	Delays     string `json:"delays"`
+	Running    int    `json:"machinesRunning"`
 	// Seconds from the first create to 50%, 90% and 100% of Machines Running.
 	To50  float64 `json:"secondsTo50PercentRunning"`
 	To90  float64 `json:"secondsTo90PercentRunning"`
@@ -102,7 +113,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 30 * time.Minute
 	}
-	restCfg, stop, err := managementCluster(ctx, cfg)
+	restCfg, kubeconfig, stop, err := managementCluster(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +166,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	cpuBefore := cpuSeconds()
 	machines := cfg.Clusters * (1 + cfg.Workers)
-	res := &Result{Clusters: cfg.Clusters, Workers: cfg.Workers, Machines: machines, Delays: delays}
+	res := &Result{Namespace: ns, Clusters: cfg.Clusters, Workers: cfg.Workers, Machines: machines, Delays: delays}
 
 	start := time.Now()
 	classReady := func() error { return nil }
@@ -208,6 +219,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.ConflictPercent = 100 * res.Conflicts / res.Writes
 	}
 	res.ObjectsPerCluster = objectsPerCluster(ctx, direct, ns, cfg.Clusters)
+	if cfg.Hold != nil {
+		res.Kubeconfig = kubeconfig
+		if err := cfg.Hold(ctx, res); err != nil {
+			return res, err
+		}
+	}
 	if cfg.Kubeconfig != "" {
 		// Someone else's cluster: take the run's clusters away again,
 		// while the controllers still run to finish their deletion.
@@ -256,37 +273,38 @@ func cleanUp(ctx context.Context, c client.Client, ns string, progress io.Writer
 	return client.IgnoreNotFound(c.Delete(ctx, nsObj))
 }
 
-// managementCluster is the plane to run against and how to let it go.
-func managementCluster(ctx context.Context, cfg Config) (*rest.Config, func(), error) {
+// managementCluster is the plane to run against, its kubeconfig file, and
+// how to let it go.
+func managementCluster(ctx context.Context, cfg Config) (*rest.Config, string, func(), error) {
 	if cfg.Kubeconfig != "" {
 		restCfg, err := clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
 		if err != nil {
-			return nil, nil, fmt.Errorf("--kubeconfig %s: %w", cfg.Kubeconfig, err)
+			return nil, "", nil, fmt.Errorf("--kubeconfig %s: %w", cfg.Kubeconfig, err)
 		}
 		// The in-memory kinds may be new to that cluster.
 		if err := mgmt.InstallCRDs(ctx, restCfg); err != nil {
-			return nil, nil, err
+			return nil, "", nil, err
 		}
-		return restCfg, func() {}, nil
+		return restCfg, cfg.Kubeconfig, func() {}, nil
 	}
 	bin := cfg.Binary
 	if bin == "" {
 		var err error
 		if bin, err = os.Executable(); err != nil {
-			return nil, nil, err
+			return nil, "", nil, err
 		}
 	}
 	p, err := startPlane(bin)
 	if err != nil {
-		return nil, nil, err
+		return nil, "", nil, err
 	}
 	restCfg, err := clientcmd.BuildConfigFromFlags("", p.kubeconfig)
 	if err != nil {
 		p.stop()
-		return nil, nil, err
+		return nil, "", nil, err
 	}
 	restCfg.QPS, restCfg.Burst = 1000, 2000
-	return restCfg, p.stop, nil
+	return restCfg, p.kubeconfig, p.stop, nil
 }
 
 // shared is the run's namespace; perCluster is one cluster as a generated

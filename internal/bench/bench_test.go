@@ -10,8 +10,12 @@ import (
 
 	"github.com/go-logr/logr"
 	"google.golang.org/grpc/grpclog"
+	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/scheme"
 	"capstan.dev/capstan/internal/testenv"
 )
 
@@ -40,7 +44,9 @@ var writeCeilings = []struct {
 // benchmark: ten clusters of one control-plane machine and each shape's
 // workers, created at once with no simulated delays, must reach Running
 // within the shape's ceiling of API writes per Machine and with few
-// conflicts. It counts; it does not time.
+// conflicts. It counts; it does not time. While the run is held
+// (Config.Hold, after the count), its clusters are reachable through the
+// kubeconfig it reports.
 func TestScaleWritesPerMachine(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a management plane and 10 simulated clusters")
@@ -50,7 +56,15 @@ func TestScaleWritesPerMachine(t *testing.T) {
 	bin := binary(t)
 	for _, shape := range writeCeilings {
 		t.Run(fmt.Sprintf("1+%d", shape.workers), func(t *testing.T) {
-			res := runLogged(t, Config{Clusters: 10, Workers: shape.workers, NoDelays: true, Binary: bin, Timeout: 3 * time.Minute})
+			held := 0
+			res := runLogged(t, Config{Clusters: 10, Workers: shape.workers, NoDelays: true, Binary: bin, Timeout: 3 * time.Minute,
+				Hold: func(ctx context.Context, res *Result) error {
+					held = clustersThrough(ctx, t, res.Kubeconfig, res.Namespace)
+					return nil
+				}})
+			if held != 10 {
+				t.Errorf("while the run was held, its kubeconfig showed %d Clusters in namespace %s, want its 10", held, res.Namespace)
+			}
 			if res.WritesPerMachine > shape.ceiling {
 				t.Errorf("%.1f API writes per Machine, want at most %.0f: find the controller that writes more than it must in the table above", res.WritesPerMachine, shape.ceiling)
 			}
@@ -111,6 +125,24 @@ func binary(t *testing.T) string {
 	}
 	t.Cleanup(removeBinary)
 	return bin
+}
+
+// clustersThrough counts the Clusters in ns through a kubeconfig file.
+func clustersThrough(ctx context.Context, t *testing.T, kubeconfig, ns string) int {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatalf("the held run's kubeconfig %q: %v", kubeconfig, err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := &clusterv1.ClusterList{}
+	if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
+		t.Fatalf("listing the held run's Clusters: %v", err)
+	}
+	return len(list.Items)
 }
 
 // runLogged runs the benchmark, logs its table and fails the test when it

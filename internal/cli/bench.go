@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"runtime/pprof"
+	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -38,6 +40,7 @@ func newBenchScaleCommand() *cobra.Command {
 		logs    bool
 		timeout time.Duration
 		profile string
+		keep    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "scale",
@@ -46,7 +49,10 @@ func newBenchScaleCommand() *cobra.Command {
 controller and the in-memory provider in this process, creates --clusters
 clusters of one KubeadmControlPlane machine and --workers MachineDeployment
 workers all at once, and waits until every Machine is Running. Writes and
-conflicts come from the API server's own apiserver_request_total.`,
+conflicts come from the API server's own apiserver_request_total. With
+--keep it then leaves the plane, the controllers and the clusters running
+until interrupted, and prints the kubeconfig to reach them with (for
+example to open the fleet in capstan ui).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch delays {
@@ -82,8 +88,18 @@ conflicts come from the API server's own apiserver_request_total.`,
 			if output == "table" {
 				cfg.Progress = cmd.ErrOrStderr()
 			}
+			printed := false
+			if keep {
+				cfg.Hold = func(ctx context.Context, res *bench.Result) error {
+					printed = true
+					if err := printResult(cmd.OutOrStdout(), output, res); err != nil {
+						return err
+					}
+					return holdUntilInterrupted(ctx, cmd.ErrOrStderr(), res)
+				}
+			}
 			res, err := bench.Run(cmd.Context(), cfg)
-			if res != nil {
+			if res != nil && !printed {
 				if perr := printResult(cmd.OutOrStdout(), output, res); perr != nil {
 					return perr
 				}
@@ -100,7 +116,20 @@ conflicts come from the API server's own apiserver_request_total.`,
 	cmd.Flags().BoolVar(&logs, "logs", false, "print the controllers' logs (klog, -v for more)")
 	cmd.Flags().StringVar(&profile, "cpuprofile", "", "write this process's (the manager's) CPU profile to this file (go tool pprof)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Minute, "how long to wait for every Machine to be Running")
+	cmd.Flags().BoolVar(&keep, "keep", false, "after the report, keep the plane, the controllers and the clusters running until interrupted (Ctrl-C), and print their kubeconfig (for capstan ui --kubeconfig)")
 	return cmd
+}
+
+// holdUntilInterrupted says how to reach the kept fleet and waits for
+// Ctrl-C or SIGTERM; the benchmark then stops what it started.
+func holdUntilInterrupted(ctx context.Context, w io.Writer, res *bench.Result) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	fmt.Fprintf(w, "The plane, the controllers and the %d clusters (namespace %s) keep running until interrupted (Ctrl-C).\n", res.Clusters, res.Namespace)
+	fmt.Fprintf(w, "kubeconfig: %s\n", res.Kubeconfig)
+	fmt.Fprintf(w, "  capstan ui --kubeconfig %s\n", res.Kubeconfig)
+	<-ctx.Done()
+	return nil
 }
 
 func newBenchChaosCommand() *cobra.Command {

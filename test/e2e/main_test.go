@@ -132,13 +132,20 @@ func (p *plane) running() (bool, string) {
 
 func (p *plane) client() client.Client {
 	p.t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(p.dir, "kubeconfig"))
+	return kubeconfigClient(p.t, filepath.Join(p.dir, "kubeconfig"))
+}
+
+// kubeconfigClient is a client of the management cluster a kubeconfig
+// file names.
+func kubeconfigClient(t testing.TB, kubeconfig string) client.Client {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
-		p.t.Fatal(err)
+		t.Fatal(err)
 	}
 	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
 	if err != nil {
-		p.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return c
 }
