@@ -135,14 +135,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Provider, error) 
 		return nil, err
 	}
 	pools := &poolReconciler{client: mgr.GetClient()}
-	err = ctrl.NewControllerManagedBy(mgr).
-		Named(InMemoryMachinePoolController).
-		WithOptions(opts).
-		For(&inmemoryv1.InMemoryMachinePool{}).
-		Watches(&clusterv1.MachinePool{}, handler.EnqueueRequestsFromMapFunc(pool.MachinePoolToPool(inmemoryv1.GroupVersion.Group, "InMemoryMachinePool"))).
-		Watches(&inmemoryv1.InMemoryMachine{}, handler.EnqueueRequestsFromMapFunc(pool.MemberToPool(mgr.GetClient(), inmemoryv1.GroupVersion.Group, "InMemoryMachinePool"))).
-		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(pool.MemberToPool(mgr.GetClient(), inmemoryv1.GroupVersion.Group, "InMemoryMachinePool"))).
-		Complete(&kit.Reconciler[*inmemoryv1.InMemoryMachinePool, *poolScope]{
+	err = pool.SetupController(mgr, InMemoryMachinePoolController, opts, &inmemoryv1.InMemoryMachine{},
+		&kit.Reconciler[*inmemoryv1.InMemoryMachinePool, *poolScope]{
 			Client:    mgr.GetClient(),
 			NewObject: func() *inmemoryv1.InMemoryMachinePool { return &inmemoryv1.InMemoryMachinePool{} },
 			Pacer:     pace.NewPacer(pace.DefaultStatusInterval),

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	localv1 "capstan.dev/capstan/api/infrastructure/local/v1beta2"
@@ -105,15 +104,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return err
 	}
 	pools := &poolReconciler{client: mgr.GetClient()}
-	toPool := handler.EnqueueRequestsFromMapFunc(pool.MemberToPool(mgr.GetClient(), localv1.GroupVersion.Group, "LocalMachinePool"))
-	return ctrl.NewControllerManagedBy(mgr).
-		Named(LocalMachinePoolController).
-		WithOptions(opts).
-		For(&localv1.LocalMachinePool{}).
-		Watches(&clusterv1.MachinePool{}, handler.EnqueueRequestsFromMapFunc(pool.MachinePoolToPool(localv1.GroupVersion.Group, "LocalMachinePool"))).
-		Watches(&localv1.LocalMachine{}, toPool).
-		Watches(&clusterv1.Machine{}, toPool).
-		Complete(&kit.Reconciler[*localv1.LocalMachinePool, *poolScope]{
+	return pool.SetupController(mgr, LocalMachinePoolController, opts, &localv1.LocalMachine{},
+		&kit.Reconciler[*localv1.LocalMachinePool, *poolScope]{
 			Client:    mgr.GetClient(),
 			NewObject: func() *localv1.LocalMachinePool { return &localv1.LocalMachinePool{} },
 			Options:   []patch.Option{ownedConditions},
