@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"capstan.dev/capstan/internal/move"
+	"capstan.dev/capstan/internal/node/cloudinit"
 	"capstan.dev/capstan/internal/scheme"
 )
 
@@ -169,7 +170,7 @@ func (o *moveOptions) commandLine(namespace string) string {
 	args := []string{"capstan", "move"}
 	add := func(flag, value string) {
 		if value != "" {
-			args = append(args, flag, shellQuote(value))
+			args = append(args, flag, cloudinit.ShellQuote(value))
 		}
 	}
 	add("--kubeconfig", o.kubeconfig)
@@ -186,18 +187,6 @@ func (o *moveOptions) commandLine(namespace string) string {
 		add("--pause-timeout", o.pauseTimeout.String())
 	}
 	return strings.Join(args, " ")
-}
-
-// shellQuote quotes s for a POSIX shell when it holds anything but plain
-// characters.
-func shellQuote(s string) string {
-	plain := func(r rune) bool {
-		return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:@,+", r)
-	}
-	if strings.IndexFunc(s, func(r rune) bool { return !plain(r) }) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // moveClient is a client for one end of a move, at a pace that leaves the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/gobuffalo/flect"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -146,6 +147,22 @@ func (r *Resolver) GetWatched(ctx context.Context, c client.Reader, tracker *Tra
 		return nil, err
 	}
 	return obj, nil
+}
+
+// MissingObjectRetry is how soon an owner looks again for an object its
+// reference names that does not exist yet: objects applied together with
+// their owner usually appear within moments, and the new object cannot wake
+// the owner through an owner reference it does not carry yet.
+const MissingObjectRetry = 10 * time.Second
+
+// RetryIfMissing is a reconcile step's answer to an error reading the object
+// a reference names: a missing object is looked for again after
+// MissingObjectRetry, without an error; any other error is the step's.
+func RetryIfMissing(err error) (time.Duration, error) {
+	if apierrors.IsNotFound(err) {
+		return MissingObjectRetry, nil
+	}
+	return 0, err
 }
 
 // Claim reads the object ref points at (watched through tracker), lets

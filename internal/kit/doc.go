@@ -10,5 +10,7 @@
 // what to do (pause, deletion, its steps) and how to report. The parts that
 // must be the same everywhere live here once: the order of the plumbing, the
 // stale check, the deferred write, the requeue arithmetic, the user-error
-// type and the watch predicates every controller shares.
+// type, the watch predicates every controller shares, and the registration
+// (watches and mappings) of an infrastructure provider's cluster and machine
+// controllers.
 package kit

@@ -97,3 +97,11 @@ func TestToClusterMembers(t *testing.T) {
 		}
 	}
 }
+
+func TestProviderOptions(t *testing.T) {
+	for workers, want := range map[int]int{-1: 10, 0: 10, 1: 1, 25: 25} {
+		if got := kit.ProviderOptions(workers).MaxConcurrentReconciles; got != want {
+			t.Errorf("ProviderOptions(%d) runs %d reconciles at once, want %d", workers, got, want)
+		}
+	}
+}

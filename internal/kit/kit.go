@@ -3,6 +3,8 @@ package kit
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -51,6 +53,40 @@ type Reconciler[O client.Object, S any] struct {
 	// written; it may leave the status alone (paused, too little known).
 	// Nil reports nothing.
 	Report func(s S)
+
+	// prepared is what is the same for every reconcile, worked out from the
+	// fields above once, at the first reconcile (they do not change once
+	// the controller runs).
+	prepare  sync.Once
+	prepared prepared
+}
+
+// prepared is the part of a reconcile's plumbing that does not depend on
+// the object.
+type prepared struct {
+	writer client.Client
+	// options are the patch helper's options that do not depend on the
+	// object, with their length as capacity so that appending the object's
+	// own ones copies instead of sharing between workers.
+	options []patch.Option
+}
+
+func (k *Reconciler[O, S]) prepareOnce() prepared {
+	k.prepare.Do(func() {
+		p := prepared{writer: k.Writer}
+		if p.writer == nil {
+			p.writer = k.Client
+		}
+		p.options = append(p.options, k.Options...)
+		if k.Pacer != nil {
+			// Pace sets only the helper's pacer, which no other option
+			// touches: it may come before OptionsFor's options.
+			p.options = append(p.options, patch.Pace(k.Pacer, k.Gate))
+		}
+		p.options = slices.Clip(p.options)
+		k.prepared = p
+	})
+	return k.prepared
 }
 
 // notYet is the error Scope returns for an object that cannot be reconciled
@@ -79,18 +115,12 @@ func (k *Reconciler[O, S]) Reconcile(ctx context.Context, req ctrl.Request) (res
 		// event is on the way.
 		return ctrl.Result{RequeueAfter: pace.StaleRetry}, nil
 	}
-	writer := k.Writer
-	if writer == nil {
-		writer = k.Client
-	}
-	opts := append([]patch.Option{}, k.Options...)
+	p := k.prepareOnce()
+	opts := p.options
 	if k.OptionsFor != nil {
 		opts = append(opts, k.OptionsFor(obj)...)
 	}
-	if k.Pacer != nil {
-		opts = append(opts, patch.Pace(k.Pacer, k.Gate))
-	}
-	helper, err := patch.NewHelper(obj, writer, opts...)
+	helper, err := patch.NewHelper(obj, p.writer, opts...)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -116,7 +116,7 @@ func SoleStatusWriter() Option {
 
 // NewHelper snapshots obj; call it right after reading obj.
 func NewHelper(obj client.Object, c client.Client, opts ...Option) (*Helper, error) {
-	before, err := toMap(obj)
+	before, err := ToMap(obj)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +130,7 @@ func NewHelper(obj client.Object, c client.Client, opts ...Option) (*Helper, err
 // Patch writes obj's changes since the snapshot. On success the snapshot
 // moves to obj, so a second call writes only what changed in between.
 func (h *Helper) Patch(ctx context.Context, obj client.Object) error {
-	after, err := toMap(obj)
+	after, err := ToMap(obj)
 	if err != nil {
 		return err
 	}
@@ -247,7 +247,10 @@ func (h *Helper) applyStatus(ctx context.Context, obj client.Object, status any)
 	return nil
 }
 
-func toMap(obj client.Object) (map[string]any, error) {
+// ToMap is obj's JSON form as a map (numbers as float64): the form in which
+// the helper, and anything that compares objects as the server sees them,
+// tells what changed.
+func ToMap(obj any) (map[string]any, error) {
 	raw, err := json.Marshal(obj)
 	if err != nil {
 		return nil, err

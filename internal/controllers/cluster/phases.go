@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
@@ -19,12 +18,6 @@ import (
 	"capstan.dev/capstan/internal/index"
 	"capstan.dev/capstan/internal/plan"
 )
-
-// missingObjectRetry is how soon a Cluster looks again for a referenced
-// object that does not exist yet. Objects applied together with the Cluster
-// usually appear within moments, and a missing object cannot wake the
-// Cluster through an owner reference it does not have yet.
-const missingObjectRetry = 10 * time.Second
 
 // scope is everything one reconcile learns about a Cluster.
 type scope struct {
@@ -72,10 +65,7 @@ func (r *Reconciler) reconcileInfrastructure(ctx context.Context, s *scope) (tim
 	obj, err := r.external(ctx, s, ref)
 	if err != nil {
 		s.infraErr = err
-		if apierrors.IsNotFound(err) {
-			return missingObjectRetry, nil
-		}
-		return 0, err
+		return contract.RetryIfMissing(err)
 	}
 	s.infra = obj
 	if !obj.GetDeletionTimestamp().IsZero() {
@@ -119,10 +109,7 @@ func (r *Reconciler) reconcileControlPlane(ctx context.Context, s *scope) (time.
 	obj, err := r.external(ctx, s, ref)
 	if err != nil {
 		s.controlPlaneErr = err
-		if apierrors.IsNotFound(err) {
-			return missingObjectRetry, nil
-		}
-		return 0, err
+		return contract.RetryIfMissing(err)
 	}
 	s.controlPlane = obj
 	if !obj.GetDeletionTimestamp().IsZero() {

@@ -2,7 +2,6 @@ package clustertopology
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 
@@ -14,6 +13,7 @@ import (
 
 	"capstan.dev/capstan/internal/contract"
 	"capstan.dev/capstan/internal/kit"
+	"capstan.dev/capstan/internal/patch"
 )
 
 // applyRequest is one object the topology wants.
@@ -36,12 +36,8 @@ type applied struct {
 // its JSON form with apiVersion and kind, without status and without the
 // metadata the server keeps.
 func toApplyBody(obj client.Object, gvk schema.GroupVersionKind) (*unstructured.Unstructured, error) {
-	raw, err := json.Marshal(obj)
+	m, err := patch.ToMap(obj)
 	if err != nil {
-		return nil, err
-	}
-	m := map[string]any{}
-	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, err
 	}
 	delete(m, "status")
@@ -53,16 +49,6 @@ func toApplyBody(obj client.Object, gvk schema.GroupVersionKind) (*unstructured.
 	u := &unstructured.Unstructured{Object: m}
 	u.SetGroupVersionKind(gvk)
 	return u, nil
-}
-
-// asMap is obj's JSON form, numbers as float64, for comparisons.
-func asMap(obj any) (map[string]any, error) {
-	raw, err := json.Marshal(obj)
-	if err != nil {
-		return nil, err
-	}
-	m := map[string]any{}
-	return m, json.Unmarshal(raw, &m)
 }
 
 // apply server-side applies req.want as the topology's field manager, with
@@ -79,11 +65,11 @@ func (r *Reconciler) apply(ctx context.Context, req applyRequest) (applied, erro
 		return applied{}, err
 	}
 	if req.current != nil && req.current.GetUID() != "" {
-		current, err := asMap(req.current)
+		current, err := patch.ToMap(req.current)
 		if err != nil {
 			return applied{}, err
 		}
-		wantMap, err := asMap(body.Object)
+		wantMap, err := patch.ToMap(body.Object)
 		if err != nil {
 			return applied{}, err
 		}

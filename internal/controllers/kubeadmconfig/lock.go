@@ -13,6 +13,7 @@ import (
 
 	controlplanev1 "capstan.dev/capstan/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/contract"
 )
 
 // The init lock is a ConfigMap <cluster>-lock in the Cluster's namespace
@@ -81,7 +82,7 @@ func (r *Reconciler) acquireLock(ctx context.Context, c *clusterv1.Cluster, m *c
 			ObjectMeta: metav1.ObjectMeta{
 				Namespace: key.Namespace, Name: key.Name,
 				Labels:          map[string]string{clusterv1.ClusterNameLabel: c.Name},
-				OwnerReferences: []metav1.OwnerReference{clusterOwner(c)},
+				OwnerReferences: []metav1.OwnerReference{contract.ClusterOwner(c)},
 			},
 			Data: map[string]string{lockDataKey: string(raw)},
 		}

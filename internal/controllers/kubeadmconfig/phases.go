@@ -17,6 +17,7 @@ import (
 	bootstrapv1 "capstan.dev/capstan/api/bootstrap/kubeadm/v1beta2"
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/certs"
+	"capstan.dev/capstan/internal/contract"
 	"capstan.dev/capstan/internal/kit"
 	"capstan.dev/capstan/internal/kubeadm"
 )
@@ -110,13 +111,6 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (time.Duration, er
 	return r.reconcileJoin(ctx, s, controlPlane)
 }
 
-// clusterOwner makes generated cluster-wide objects (certificates,
-// kubeconfig, lock) live exactly as long as the Cluster, whichever Machine
-// happened to create them.
-func clusterOwner(c *clusterv1.Cluster) metav1.OwnerReference {
-	return metav1.OwnerReference{APIVersion: clusterv1.GroupVersion.String(), Kind: clusterv1.ClusterKind, Name: c.Name, UID: c.UID}
-}
-
 func (r *Reconciler) reconcileInit(ctx context.Context, s *scope) (time.Duration, error) {
 	cfg, m, c := s.config, s.machine, s.cluster
 	log := ctrl.LoggerFrom(ctx)
@@ -141,7 +135,10 @@ func (r *Reconciler) reconcileInit(ctx context.Context, s *scope) (time.Duration
 		lifetime = time.Duration(d) * 24 * time.Hour
 	}
 	keyAlgorithm := certs.FromEncryptionAlgorithm(cfg.Spec.ClusterConfiguration.EncryptionAlgorithm)
-	cc, err := certs.LookupOrGenerate(ctx, r.Client, client.ObjectKeyFromObject(c), clusterOwner(c),
+	// The Cluster owns what is generated for the whole cluster (certificates,
+	// kubeconfig, the init lock): it lives as long as the Cluster, whichever
+	// Machine happened to create it.
+	cc, err := certs.LookupOrGenerate(ctx, r.Client, client.ObjectKeyFromObject(c), contract.ClusterOwner(c),
 		certs.WithCALifetime(lifetime), certs.WithKeyAlgorithm(keyAlgorithm))
 	if err != nil {
 		s.certs = &certsState{reason: CertificatesInvalidReason, message: err.Error()}
@@ -152,7 +149,7 @@ func (r *Reconciler) reconcileInit(ctx context.Context, s *scope) (time.Duration
 	if !c.Spec.ControlPlaneRef.IsDefined() {
 		// Bare control-plane Machines have no control plane provider to
 		// write the admin kubeconfig; without it nobody reaches the cluster.
-		if err := certs.EnsureKubeconfig(ctx, r.Client, c, endpoint, cc.CA, keyAlgorithm, clusterOwner(c)); err != nil {
+		if err := certs.EnsureKubeconfig(ctx, r.Client, c, endpoint, cc.CA, keyAlgorithm, contract.ClusterOwner(c)); err != nil {
 			return 0, err
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
@@ -18,11 +17,6 @@ import (
 	"capstan.dev/capstan/internal/contract"
 	"capstan.dev/capstan/internal/workload"
 )
-
-// missingObjectRetry is how soon a Machine looks again for a referenced
-// object that does not exist yet: it cannot wake the Machine through an
-// owner reference it does not carry yet.
-const missingObjectRetry = 10 * time.Second
 
 // scope is what one reconcile learns about a Machine.
 type scope struct {
@@ -102,10 +96,7 @@ func (r *Reconciler) reconcileBootstrap(ctx context.Context, s *scope) (time.Dur
 	obj, err := r.external(ctx, s, ref)
 	if err != nil {
 		s.bootstrapErr = err
-		if apierrors.IsNotFound(err) {
-			return missingObjectRetry, nil
-		}
-		return 0, err
+		return contract.RetryIfMissing(err)
 	}
 	s.bootstrap = obj
 	created, err := contract.DataSecretCreated(obj)
@@ -137,10 +128,7 @@ func (r *Reconciler) reconcileInfrastructure(ctx context.Context, s *scope) (tim
 	obj, err := r.external(ctx, s, m.Spec.InfrastructureRef)
 	if err != nil {
 		s.infraErr = err
-		if apierrors.IsNotFound(err) {
-			return missingObjectRetry, nil
-		}
-		return 0, err
+		return contract.RetryIfMissing(err)
 	}
 	s.infra = obj
 	provisioned, err := contract.InfrastructureProvisioned(obj)

@@ -5,60 +5,50 @@ import (
 	"fmt"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/contract"
-	"capstan.dev/capstan/internal/patch"
 )
-
-// missingObjectRetry is how soon a pool looks again for a referenced object
-// that does not exist yet: without the pool's owner reference, its creation
-// does not wake the pool.
-const missingObjectRetry = 10 * time.Second
 
 // external reads the object ref names and makes the pool its controller,
 // with the cluster-name label, as upstream's pool controller does with the
 // objects the user created for it. It writes only when something is
 // missing.
 func (r *Reconciler) external(ctx context.Context, s *scope, ref clusterv1.ContractVersionedObjectReference) (*unstructured.Unstructured, error) {
-	obj, err := r.Resolver.GetWatched(ctx, r.Client, r.externalWatches, ref, s.mp.Namespace)
-	if err != nil {
-		return nil, err
-	}
-	if !obj.GetDeletionTimestamp().IsZero() {
-		return obj, nil
-	}
-	helper, err := patch.NewHelper(obj, client.WithFieldOwner(r.Client, FieldManager))
-	if err != nil {
-		return nil, err
-	}
+	writer := client.WithFieldOwner(r.Client, FieldManager)
+	return r.Resolver.Claim(ctx, writer, r.externalWatches, ref, s.mp.Namespace, func(obj *unstructured.Unstructured) error {
+		takeControl(obj, s.mp)
+		labels := obj.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[clusterv1.ClusterNameLabel] = s.mp.Spec.ClusterName
+		obj.SetLabels(labels)
+		return nil
+	})
+}
+
+// takeControl makes mp the controller of obj, with an owner reference that
+// blocks the owner's deletion; an earlier controller stays an owner but
+// hands control over.
+func takeControl(obj *unstructured.Unstructured, mp *clusterv1.MachinePool) {
 	refs := obj.GetOwnerReferences()
 	found := false
 	for i := range refs {
-		if refs[i].UID == s.mp.UID {
+		if refs[i].UID == mp.UID {
 			refs[i].Controller, refs[i].BlockOwnerDeletion = ptr.To(true), ptr.To(true)
 			found = true
 		} else if ptr.Deref(refs[i].Controller, false) {
-			// Another controller (an earlier owner) stays an owner but
-			// hands control over.
 			refs[i].Controller = ptr.To(false)
 		}
 	}
 	if !found {
-		refs = append(refs, poolOwner(s.mp))
+		refs = append(refs, poolOwner(mp))
 	}
 	obj.SetOwnerReferences(refs)
-	labels := obj.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels[clusterv1.ClusterNameLabel] = s.mp.Spec.ClusterName
-	obj.SetLabels(labels)
-	return obj, helper.Patch(ctx, obj)
 }
 
 // reconcileBootstrap makes the pool the controller of its bootstrap config
@@ -77,10 +67,7 @@ func (r *Reconciler) reconcileBootstrap(ctx context.Context, s *scope) (time.Dur
 	obj, err := r.external(ctx, s, ref)
 	if err != nil {
 		s.bootstrapErr = err
-		if apierrors.IsNotFound(err) {
-			return missingObjectRetry, nil
-		}
-		return 0, err
+		return contract.RetryIfMissing(err)
 	}
 	s.bootstrap = obj
 	if !obj.GetDeletionTimestamp().IsZero() {
@@ -119,10 +106,7 @@ func (r *Reconciler) reconcileInfrastructure(ctx context.Context, s *scope) (tim
 	obj, err := r.external(ctx, s, mp.Spec.Template.Spec.InfrastructureRef)
 	if err != nil {
 		s.infraErr = err
-		if apierrors.IsNotFound(err) {
-			return missingObjectRetry, nil
-		}
-		return 0, err
+		return contract.RetryIfMissing(err)
 	}
 	s.infra = obj
 	pool, err := contract.ReadInfraMachinePool(obj)

@@ -61,7 +61,7 @@ func (c Command) String() string {
 	if c.Argv != nil {
 		q := make([]string, len(c.Argv))
 		for i, a := range c.Argv {
-			q[i] = shellQuote(a)
+			q[i] = ShellQuote(a)
 		}
 		return strings.Join(q, " ")
 	}
@@ -699,8 +699,10 @@ func describe(v any) string {
 	return kind(v)
 }
 
-// shellQuote quotes an argument for display when it needs it.
-func shellQuote(s string) string {
+// ShellQuote quotes s for a POSIX shell, in single quotes, when it holds
+// anything but plain characters or is empty; a plain word stays as it is,
+// so that a command shown to a user reads as they would type it.
+func ShellQuote(s string) string {
 	if s != "" && strings.IndexFunc(s, func(r rune) bool {
 		return !(r == '-' || r == '_' || r == '.' || r == '/' || r == '=' || r == ':' || r == ',' || r == '+' || r == '@' ||
 			(r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9'))

@@ -182,3 +182,19 @@ func TestPlanReportsIgnoredEntryKeys(t *testing.T) {
 		t.Errorf("%s", u.Describe())
 	}
 }
+
+func TestShellQuote(t *testing.T) {
+	for in, want := range map[string]string{
+		"kubeadm":                   "kubeadm",
+		"--config=/run/kubeadm.yml": "--config=/run/kubeadm.yml",
+		"user@host:1,2+3_x":         "user@host:1,2+3_x",
+		"":                          "''",
+		"two words":                 "'two words'",
+		"it's":                      `'it'\''s'`,
+		"$HOME":                     "'$HOME'",
+	} {
+		if got := ShellQuote(in); got != want {
+			t.Errorf("ShellQuote(%q) = %s, want %s", in, got, want)
+		}
+	}
+}

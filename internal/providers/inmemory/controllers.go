@@ -14,12 +14,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	inmemoryv1 "capstan.dev/capstan/api/infrastructure/inmemory/v1beta2"
@@ -96,17 +94,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Provider, error) 
 	if o.Delays != nil {
 		defaults = *o.Delays
 	}
-	opts := controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}
-	if opts.MaxConcurrentReconciles <= 0 {
-		opts.MaxConcurrentReconciles = 10
-	}
+	opts := kit.ProviderOptions(o.MaxConcurrentReconciles)
 	clusters := &clusterReconciler{client: mgr.GetClient(), sim: sim}
 	pausedChanged := builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named(InMemoryClusterController).
 		WithOptions(opts).
 		For(&inmemoryv1.InMemoryCluster{}).
-		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(clusterToInMemoryCluster), pausedChanged).
+		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(kit.ToInfrastructure(inmemoryv1.GroupVersion.Group, "InMemoryCluster")), pausedChanged).
 		Complete(&kit.Reconciler[*inmemoryv1.InMemoryCluster, *clusterScope]{
 			Client:    mgr.GetClient(),
 			NewObject: func() *inmemoryv1.InMemoryCluster { return &inmemoryv1.InMemoryCluster{} },
@@ -124,7 +119,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Provider, error) 
 		Named(InMemoryMachineController).
 		WithOptions(opts).
 		For(&inmemoryv1.InMemoryMachine{}).
-		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(machineToInMemoryMachine)).
+		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(kit.ToInfrastructure(inmemoryv1.GroupVersion.Group, "InMemoryMachine"))).
 		Complete(&kit.Reconciler[*inmemoryv1.InMemoryMachine, *machineScope]{
 			Client:    mgr.GetClient(),
 			NewObject: func() *inmemoryv1.InMemoryMachine { return &inmemoryv1.InMemoryMachine{} },
@@ -140,14 +135,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Provider, error) 
 		return nil, err
 	}
 	pools := &poolReconciler{client: mgr.GetClient()}
-	err = ctrl.NewControllerManagedBy(mgr).
-		Named(InMemoryMachinePoolController).
-		WithOptions(opts).
-		For(&inmemoryv1.InMemoryMachinePool{}).
-		Watches(&clusterv1.MachinePool{}, handler.EnqueueRequestsFromMapFunc(pool.MachinePoolToPool(inmemoryv1.GroupVersion.Group, "InMemoryMachinePool"))).
-		Watches(&inmemoryv1.InMemoryMachine{}, handler.EnqueueRequestsFromMapFunc(pool.MemberToPool(mgr.GetClient(), inmemoryv1.GroupVersion.Group, "InMemoryMachinePool"))).
-		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(pool.MemberToPool(mgr.GetClient(), inmemoryv1.GroupVersion.Group, "InMemoryMachinePool"))).
-		Complete(&kit.Reconciler[*inmemoryv1.InMemoryMachinePool, *poolScope]{
+	err = pool.SetupController(mgr, InMemoryMachinePoolController, opts, &inmemoryv1.InMemoryMachine{},
+		&kit.Reconciler[*inmemoryv1.InMemoryMachinePool, *poolScope]{
 			Client:    mgr.GetClient(),
 			NewObject: func() *inmemoryv1.InMemoryMachinePool { return &inmemoryv1.InMemoryMachinePool{} },
 			Pacer:     pace.NewPacer(pace.DefaultStatusInterval),
@@ -164,32 +153,6 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) (*Provider, error) 
 
 func isInMemoryRef(ref clusterv1.ContractVersionedObjectReference, kind string) bool {
 	return ref.Kind == kind && ref.APIGroup == inmemoryv1.GroupVersion.Group && ref.Name != ""
-}
-
-func clusterToInMemoryCluster(_ context.Context, obj client.Object) []reconcile.Request {
-	c, ok := obj.(*clusterv1.Cluster)
-	if !ok || !isInMemoryRef(c.Spec.InfrastructureRef, "InMemoryCluster") {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: c.Namespace, Name: c.Spec.InfrastructureRef.Name}}}
-}
-
-func machineToInMemoryMachine(_ context.Context, obj client.Object) []reconcile.Request {
-	m, ok := obj.(*clusterv1.Machine)
-	if !ok || !isInMemoryRef(m.Spec.InfrastructureRef, "InMemoryMachine") {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: m.Namespace, Name: m.Spec.InfrastructureRef.Name}}}
-}
-
-// ownerName returns the name of obj's owner of the given core kind.
-func ownerName(obj metav1.Object, kind string) string {
-	for _, ref := range obj.GetOwnerReferences() {
-		if ref.Kind == kind && (ref.APIVersion == clusterv1.GroupVersion.String() || len(ref.APIVersion) > len(clusterv1.GroupVersion.Group) && ref.APIVersion[:len(clusterv1.GroupVersion.Group)+1] == clusterv1.GroupVersion.Group+"/") {
-			return ref.Name
-		}
-	}
-	return ""
 }
 
 func paused(c *clusterv1.Cluster, obj metav1.Object) bool {
@@ -213,7 +176,7 @@ type clusterScope struct {
 }
 
 func (r *clusterReconciler) scope(ctx context.Context, imc *inmemoryv1.InMemoryCluster) (*clusterScope, error) {
-	clusterName := ownerName(imc, "Cluster")
+	clusterName := kit.CoreOwnerName(imc, clusterv1.ClusterKind)
 	if clusterName == "" {
 		return nil, kit.NotYet(0) // the Cluster controller sets the owner, which brings us back
 	}
@@ -271,7 +234,7 @@ type machineScope struct {
 
 func (r *machineReconciler) scope(ctx context.Context, imm *inmemoryv1.InMemoryMachine) (*machineScope, error) {
 	s := &machineScope{imm: imm, machine: &clusterv1.Machine{}}
-	if name := ownerName(imm, "Machine"); name != "" {
+	if name := kit.CoreOwnerName(imm, clusterv1.MachineKind); name != "" {
 		if err := r.client.Get(ctx, types.NamespacedName{Namespace: imm.Namespace, Name: name}, s.machine); err != nil && !apierrors.IsNotFound(err) {
 			return nil, err
 		}

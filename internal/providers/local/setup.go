@@ -11,9 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	localv1 "capstan.dev/capstan/api/infrastructure/local/v1beta2"
@@ -74,21 +71,13 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return err
 	}
 	l := layout{root: root}
-	opts := controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}
-	if opts.MaxConcurrentReconciles <= 0 {
-		opts.MaxConcurrentReconciles = 10
-	}
+	opts := kit.ProviderOptions(o.MaxConcurrentReconciles)
 	clusters := &clusterReconciler{
 		client: mgr.GetClient(), layout: l, lbs: NewLBProcess(binary), notify: n,
 		stopper: newStopper(lbStopGrace),
 	}
-	err = ctrl.NewControllerManagedBy(mgr).
-		Named(LocalClusterController).
-		WithOptions(opts).
-		For(&localv1.LocalCluster{}).
-		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(kit.ToInfrastructure(localv1.GroupVersion.Group, "LocalCluster"))).
-		WatchesRawSource(source.Channel(n.clusters, &handler.EnqueueRequestForObject{})).
-		Complete(&kit.Reconciler[*localv1.LocalCluster, *clusterScope]{
+	err = kit.SetupInfraCluster(mgr, kit.InfraController{Name: LocalClusterController, Options: opts, Wake: n.clusters},
+		&kit.Reconciler[*localv1.LocalCluster, *clusterScope]{
 			Client:    mgr.GetClient(),
 			NewObject: func() *localv1.LocalCluster { return &localv1.LocalCluster{} },
 			Options:   []patch.Option{ownedConditions},
@@ -102,16 +91,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		client: mgr.GetClient(), layout: l, binary: binary, notify: n,
 		stopper: newStopper(machineStopGrace), starts: map[types.NamespacedName]start{},
 	}
-	toMachines := handler.EnqueueRequestsFromMapFunc(kit.ToClusterMembers(mgr.GetClient(), func() client.ObjectList { return &localv1.LocalMachineList{} }))
-	err = ctrl.NewControllerManagedBy(mgr).
-		Named(LocalMachineController).
-		WithOptions(opts).
-		For(&localv1.LocalMachine{}).
-		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(kit.ToInfrastructure(localv1.GroupVersion.Group, "LocalMachine"))).
-		Watches(&localv1.LocalCluster{}, toMachines).
-		Watches(&clusterv1.Cluster{}, toMachines).
-		WatchesRawSource(source.Channel(n.machines, &handler.EnqueueRequestForObject{})).
-		Complete(&kit.Reconciler[*localv1.LocalMachine, *machineScope]{
+	err = kit.SetupInfraMachine(mgr, kit.InfraController{Name: LocalMachineController, Options: opts, Wake: n.machines},
+		&localv1.LocalCluster{}, func() client.ObjectList { return &localv1.LocalMachineList{} },
+		&kit.Reconciler[*localv1.LocalMachine, *machineScope]{
 			Client:    mgr.GetClient(),
 			NewObject: func() *localv1.LocalMachine { return &localv1.LocalMachine{} },
 			Options:   []patch.Option{ownedConditions},
@@ -122,15 +104,8 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return err
 	}
 	pools := &poolReconciler{client: mgr.GetClient()}
-	toPool := handler.EnqueueRequestsFromMapFunc(pool.MemberToPool(mgr.GetClient(), localv1.GroupVersion.Group, "LocalMachinePool"))
-	return ctrl.NewControllerManagedBy(mgr).
-		Named(LocalMachinePoolController).
-		WithOptions(opts).
-		For(&localv1.LocalMachinePool{}).
-		Watches(&clusterv1.MachinePool{}, handler.EnqueueRequestsFromMapFunc(pool.MachinePoolToPool(localv1.GroupVersion.Group, "LocalMachinePool"))).
-		Watches(&localv1.LocalMachine{}, toPool).
-		Watches(&clusterv1.Machine{}, toPool).
-		Complete(&kit.Reconciler[*localv1.LocalMachinePool, *poolScope]{
+	return pool.SetupController(mgr, LocalMachinePoolController, opts, &localv1.LocalMachine{},
+		&kit.Reconciler[*localv1.LocalMachinePool, *poolScope]{
 			Client:    mgr.GetClient(),
 			NewObject: func() *localv1.LocalMachinePool { return &localv1.LocalMachinePool{} },
 			Options:   []patch.Option{ownedConditions},

@@ -11,9 +11,6 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	qemuv1 "capstan.dev/capstan/api/infrastructure/qemu/v1beta2"
@@ -90,19 +87,11 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		mgr.GetLogger().Info("QEMU machines cannot start on this host: programs missing", "missing", missing)
 	}
 	n := newNotifier(ctx, mgr.GetLogger().WithName("qemu-notifier"))
-	opts := controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles}
-	if opts.MaxConcurrentReconciles <= 0 {
-		opts.MaxConcurrentReconciles = 10
-	}
+	opts := kit.ProviderOptions(o.MaxConcurrentReconciles)
 	lbs := local.NewLBProcess(binary)
 	clusters := &clusterReconciler{client: mgr.GetClient(), layout: l, lbs: lbs, notify: n}
-	err = ctrl.NewControllerManagedBy(mgr).
-		Named(QEMUClusterController).
-		WithOptions(opts).
-		For(&qemuv1.QEMUCluster{}).
-		Watches(&clusterv1.Cluster{}, handler.EnqueueRequestsFromMapFunc(kit.ToInfrastructure(qemuv1.GroupVersion.Group, "QEMUCluster"))).
-		WatchesRawSource(source.Channel(n.clusters, &handler.EnqueueRequestForObject{})).
-		Complete(&kit.Reconciler[*qemuv1.QEMUCluster, *clusterScope]{
+	err = kit.SetupInfraCluster(mgr, kit.InfraController{Name: QEMUClusterController, Options: opts, Wake: n.clusters},
+		&kit.Reconciler[*qemuv1.QEMUCluster, *clusterScope]{
 			Client:    mgr.GetClient(),
 			NewObject: func() *qemuv1.QEMUCluster { return &qemuv1.QEMUCluster{} },
 			Options:   []patch.Option{ownedConditions},
@@ -120,16 +109,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 			waiters: map[client.ObjectKey]bool{},
 		},
 	}
-	toMachines := handler.EnqueueRequestsFromMapFunc(kit.ToClusterMembers(mgr.GetClient(), func() client.ObjectList { return &qemuv1.QEMUMachineList{} }))
-	return ctrl.NewControllerManagedBy(mgr).
-		Named(QEMUMachineController).
-		WithOptions(opts).
-		For(&qemuv1.QEMUMachine{}).
-		Watches(&clusterv1.Machine{}, handler.EnqueueRequestsFromMapFunc(kit.ToInfrastructure(qemuv1.GroupVersion.Group, "QEMUMachine"))).
-		Watches(&qemuv1.QEMUCluster{}, toMachines).
-		Watches(&clusterv1.Cluster{}, toMachines).
-		WatchesRawSource(source.Channel(n.machines, &handler.EnqueueRequestForObject{})).
-		Complete(&kit.Reconciler[*qemuv1.QEMUMachine, *machineScope]{
+	return kit.SetupInfraMachine(mgr, kit.InfraController{Name: QEMUMachineController, Options: opts, Wake: n.machines},
+		&qemuv1.QEMUCluster{}, func() client.ObjectList { return &qemuv1.QEMUMachineList{} },
+		&kit.Reconciler[*qemuv1.QEMUMachine, *machineScope]{
 			Client:    mgr.GetClient(),
 			NewObject: func() *qemuv1.QEMUMachine { return &qemuv1.QEMUMachine{} },
 			Options:   []patch.Option{ownedConditions},
