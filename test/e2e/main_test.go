@@ -28,7 +28,14 @@ func TestMain(m *testing.M) { testenv.Main(m, &env) }
 // capstan runs the binary and returns its combined output and exit code.
 func capstan(t testing.TB, args ...string) (string, int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	return capstanWithin(t, 5*time.Minute, args...)
+}
+
+// capstanWithin is capstan for a command that may take longer than five
+// minutes, such as bringing up virtual machines.
+func capstanWithin(t testing.TB, limit time.Duration, args ...string) (string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, env.Binary, args...)
 	var out bytes.Buffer

@@ -49,7 +49,9 @@ func TestQEMUClusterLifecycle(t *testing.T) {
 	// The first machine waits for the guest image: built on the cache's
 	// first run (each step then shows in the output), reused after.
 	started := time.Now()
-	out, code := capstan(t, "up", "--state-dir", p.dir, "--qemu-image-cache", fixture.QEMUImageCache(t),
+	// Within --cluster-timeout's default for QEMU (30 minutes) and the
+	// plane's start.
+	out, code := capstanWithin(t, 35*time.Minute, "up", "--state-dir", p.dir, "--qemu-image-cache", fixture.QEMUImageCache(t),
 		"--cluster", "vms", "--infrastructure", "qemu", "--config", sizes)
 	t.Logf("capstan up --cluster vms --infrastructure qemu (1 control plane + 1 worker) took %.0fs:\n%s", time.Since(started).Seconds(), out)
 	if code != 0 {
