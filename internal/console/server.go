@@ -110,7 +110,8 @@ func New(opts Options) (*Server, error) {
 	if s.client, err = client.New(rest.CopyConfig(opts.Config), client.Options{Scheme: sch}); err != nil {
 		return nil, fmt.Errorf("console: client for %s: %w", opts.Config.Host, err)
 	}
-	s.cache, err = cache.New(rest.CopyConfig(opts.Config), cache.Options{
+	var informers cache.Cache
+	informers, err = cache.New(rest.CopyConfig(opts.Config), cache.Options{
 		Scheme: sch,
 		// The fleet view needs no managed fields; dropping them roughly
 		// halves what a cached Cluster costs.
@@ -120,6 +121,7 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("console: cache: %w", err)
 	}
+	s.cache = startingCache{informers}
 	s.hub = newHub()
 	s.nodes = newWorkloadClients(opts.WorkloadTimeout)
 	for _, t := range []*string{&s.accessToken, &s.sessionKey, &s.csrfToken} {
@@ -381,4 +383,37 @@ type errorReply struct {
 
 func writeError(w http.ResponseWriter, status int, msg string) {
 	writeJSON(w, status, errorReply{Error: msg, Code: status})
+}
+
+// startingCache is the console's cache, whose reads wait out the moment
+// between the first request starting the cache (startWatching, in a
+// goroutine of its own) and the cache marking itself started, instead of
+// failing that request with "the cache is not started". Once started, a
+// read of a kind blocks until its informer has synced, as usual.
+type startingCache struct{ cache.Cache }
+
+func (c startingCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	return untilStarted(ctx, func() error { return c.Cache.Get(ctx, key, obj, opts...) })
+}
+
+func (c startingCache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	return untilStarted(ctx, func() error { return c.Cache.List(ctx, list, opts...) })
+}
+
+// untilStarted reads again while the cache says it is not started: a
+// goroutine about to start it has not run yet, so the wait is one or two
+// turns of the scheduler, even on a loaded machine.
+func untilStarted(ctx context.Context, read func() error) error {
+	for {
+		err := read()
+		var notStarted *cache.ErrCacheNotStarted
+		if !errors.As(err, &notStarted) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }

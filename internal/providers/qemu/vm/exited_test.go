@@ -17,13 +17,16 @@ import (
 func standIn(t *testing.T, dir string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command("sh", "-c", "read line", "file="+filepath.Join(dir, diskFile)+",if=virtio")
-	if _, err := cmd.StdinPipe(); err != nil { // read blocks until the test ends
+	// read blocks until the test ends: the pipe's writing end is held until
+	// then, as a garbage-collected one would be closed and end the process.
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
 		t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait(); stdin.Close() })
 	if err := os.WriteFile(filepath.Join(dir, pidFile), []byte(strconv.Itoa(cmd.Process.Pid)), 0o600); err != nil {
 		t.Fatal(err)
 	}
