@@ -2,6 +2,7 @@ package kubeadmconfig
 
 import (
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
 
@@ -9,6 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	bootstrapv1 "capstan.dev/capstan/api/bootstrap/kubeadm/v1beta2"
+	"capstan.dev/capstan/internal/node/cloudinit"
 )
 
 // Paths of the kubeadm configuration files on the machine, and the kubeadm
@@ -128,7 +130,10 @@ type bootstrapData struct {
 	join          bool
 }
 
-// kubeadmCommand is the runcmd entry that runs kubeadm.
+// kubeadmCommand is the runcmd entry that runs kubeadm and, only when it
+// succeeds, writes the bootstrap contract's sentinel file: infrastructure
+// providers read that file to tell a finished bootstrap from a failed one,
+// since cloud-init itself carries on past a failed runcmd entry.
 func kubeadmCommand(join bool, verbosity *int32) string {
 	cmd := "kubeadm init --config " + InitConfigPath
 	if join {
@@ -137,7 +142,15 @@ func kubeadmCommand(join bool, verbosity *int32) string {
 	if verbosity != nil {
 		cmd += " --v=" + strconv.Itoa(int(*verbosity))
 	}
-	return cmd
+	return cmd + " && echo success > " + cloudinit.SentinelPath
+}
+
+// sentinelDirFile creates the sentinel's directory through write_files, so
+// that the runcmd entry needs no mkdir of its own (a mkdir -p would not work
+// on every operating system cloud-init or its kin run on).
+var sentinelDirFile = cloudFile{
+	Path: path.Dir(cloudinit.SentinelPath) + "/.keep", Owner: "root:root", Permissions: "0640",
+	Content: "Kept so that this directory exists before the bootstrap writes its sentinel file here.\n",
 }
 
 // render writes the cloud-config document: "## template: jinja" (so that
@@ -145,9 +158,9 @@ func kubeadmCommand(join bool, verbosity *int32) string {
 // expanded, as with Cluster API's provider), "#cloud-config", then YAML.
 func (d bootstrapData) render() ([]byte, error) {
 	spec := d.spec
-	path := InitConfigPath
+	configPath := InitConfigPath
 	if d.join {
-		path = JoinConfigPath
+		configPath = JoinConfigPath
 	}
 	cfg := cloudConfig{}
 	cfg.WriteFiles = append(cfg.WriteFiles, d.files...)
@@ -155,7 +168,8 @@ func (d bootstrapData) render() ([]byte, error) {
 	// 0600, where Cluster API's provider writes 0640: a join configuration
 	// holds the bootstrap token, and kubeadm runs as root, which needs no
 	// group to read it.
-	cfg.WriteFiles = append(cfg.WriteFiles, cloudFile{Path: path, Owner: "root:root", Permissions: "0600", Content: string(d.kubeadmConfig)})
+	cfg.WriteFiles = append(cfg.WriteFiles, cloudFile{Path: configPath, Owner: "root:root", Permissions: "0600", Content: string(d.kubeadmConfig)})
+	cfg.WriteFiles = append(cfg.WriteFiles, sentinelDirFile)
 	cfg.BootCmd = spec.BootCommands
 	cfg.RunCmd = append(cfg.RunCmd, spec.PreKubeadmCommands...)
 	cfg.RunCmd = append(cfg.RunCmd, kubeadmCommand(d.join, spec.Verbosity))

@@ -51,11 +51,12 @@ func TestCloudConfigParsesBack(t *testing.T) {
 		if cfg.Template != "jinja" || len(cfg.Ignored) != 0 {
 			t.Errorf("template %q ignored %v", cfg.Template, cfg.Ignored)
 		}
-		wantPath, wantCmd := InitConfigPath, "kubeadm init --config /run/kubeadm/kubeadm.yaml --v=5"
-		wantFiles := 4
+		const sentinel = " && echo success > /run/cluster-api/bootstrap-success.complete"
+		wantPath, wantCmd := InitConfigPath, "kubeadm init --config /run/kubeadm/kubeadm.yaml --v=5"+sentinel
+		wantFiles := 5
 		if join {
-			wantPath, wantCmd = JoinConfigPath, "kubeadm join --config /run/kubeadm/kubeadm-join-config.yaml --v=5"
-			wantFiles = 3
+			wantPath, wantCmd = JoinConfigPath, "kubeadm join --config /run/kubeadm/kubeadm-join-config.yaml --v=5"+sentinel
+			wantFiles = 4
 		}
 		if len(cfg.WriteFiles) != wantFiles {
 			t.Fatalf("want %d files, have %+v", wantFiles, cfg.WriteFiles)
@@ -71,7 +72,10 @@ func TestCloudConfigParsesBack(t *testing.T) {
 				t.Errorf("certificate file: %+v", f)
 			}
 		}
-		last := cfg.WriteFiles[len(cfg.WriteFiles)-1]
+		if dir := cfg.WriteFiles[len(cfg.WriteFiles)-1]; dir.Path != "/run/cluster-api/.keep" {
+			t.Errorf("the sentinel's directory is not made: last file %+v", dir)
+		}
+		last := cfg.WriteFiles[len(cfg.WriteFiles)-2]
 		if last.Path != wantPath || last.Mode != 0o600 || !strings.Contains(last.Content, "kind: JoinConfiguration") {
 			t.Errorf("kubeadm file: %+v", last)
 		}
@@ -96,7 +100,7 @@ func TestCloudConfigParsesBack(t *testing.T) {
 }
 
 func TestKubeadmCommandWithoutVerbosity(t *testing.T) {
-	if got := kubeadmCommand(true, nil); got != "kubeadm join --config /run/kubeadm/kubeadm-join-config.yaml" {
+	if got := kubeadmCommand(true, nil); got != "kubeadm join --config /run/kubeadm/kubeadm-join-config.yaml && echo success > /run/cluster-api/bootstrap-success.complete" {
 		t.Error(got)
 	}
 }

@@ -269,7 +269,7 @@ func TestInitControlPlane(t *testing.T) {
 	if !strings.Contains(kf.Content, "apiVersion: kubeadm.k8s.io/v1beta4") {
 		t.Errorf("v1.34 takes v1beta4:\n%s", kf.Content)
 	}
-	if run := runcmd(data); len(run) != 2 || run[0] != "echo pre" || run[1] != "kubeadm init --config /run/kubeadm/kubeadm.yaml" {
+	if run := runcmd(data); len(run) != 2 || run[0] != "echo pre" || run[1] != "kubeadm init --config /run/kubeadm/kubeadm.yaml && echo success > /run/cluster-api/bootstrap-success.complete" {
 		t.Errorf("runcmd %q", run)
 	}
 
@@ -366,7 +366,7 @@ func TestOnlyOneControlPlaneMachineInits(t *testing.T) {
 			t.Errorf("control plane join without %s", name)
 		}
 	}
-	if run := runcmd(data); run[len(run)-1] != "kubeadm join --config /run/kubeadm/kubeadm-join-config.yaml" {
+	if run := runcmd(data); run[len(run)-1] != "kubeadm join --config /run/kubeadm/kubeadm-join-config.yaml && echo success > /run/cluster-api/bootstrap-success.complete" {
 		t.Errorf("runcmd %q", run)
 	}
 	_, data = waitData(t, j)
