@@ -272,8 +272,7 @@ func managerDeployment(o Options, labels, annotations map[string]string) *appsv1
 	}
 	var volumes []corev1.Volume
 	if o.LocalDir != "" {
-		c.Args = []string{"manager", "--leader-elect", "--leader-election-namespace=" + Namespace,
-			"--metrics-bind-address=0", "--health-probe-bind-address=0", "--local-dir=" + o.LocalDir}
+		c.Args = localManagerArgs(o.LocalDir)
 		c.Ports, c.LivenessProbe, c.ReadinessProbe = nil, nil, nil
 		c.VolumeMounts = []corev1.VolumeMount{{Name: "local-machines", MountPath: o.LocalDir}}
 		volumes = []corev1.Volume{{Name: "local-machines", VolumeSource: corev1.VolumeSource{
