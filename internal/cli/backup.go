@@ -96,7 +96,10 @@ func (o *backupOptions) backup(cmd *cobra.Command, g *globals) error {
 	meta := backup.Meta{Created: started.UTC()}
 	var files backup.Files
 	if o.kubeconfig == "" {
-		dir := g.dir()
+		dir, err := g.dir()
+		if err != nil {
+			return err
+		}
 		meta.Kind, meta.Source = backup.Etcd, string(dir)
 		// gRPC's own logger reports the dials the etcd client cancels as
 		// it closes; set before any gRPC use, as gRPC requires.
@@ -215,7 +218,10 @@ func (o *backupOptions) restore(cmd *cobra.Command, g *globals) error {
 	case meta.Kind == backup.Objects && o.kubeconfig == "":
 		return fmt.Errorf("%s is a snapshot of a management cluster's objects (%s): restore it into a management cluster with --kubeconfig", o.from, meta.Source)
 	case meta.Kind == backup.Etcd:
-		dir := g.dir()
+		dir, err := g.dir()
+		if err != nil {
+			return err
+		}
 		aside, err := dir.Restore(files)
 		if err != nil {
 			return err

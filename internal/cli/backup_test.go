@@ -76,3 +76,22 @@ func TestUnencryptedBackupWarns(t *testing.T) {
 		t.Errorf("an encrypted backup warned:\n%s", errOut)
 	}
 }
+
+// With no state directory (no $HOME to default to, or an empty
+// --state-dir) the commands of the embedded plane refuse and name the fix,
+// instead of using the working directory or a guessable shared one.
+func TestNoStateDirIsRefused(t *testing.T) {
+	to := filepath.Join(t.TempDir(), "b")
+	for _, args := range [][]string{
+		{"up", "--state-dir", ""},
+		{"down", "--state-dir", ""},
+		{"status", "--state-dir", ""},
+		{"backup", "--to", to, "--state-dir", ""},
+		{"init", "--infrastructure", "local", "--state-dir", ""},
+	} {
+		_, _, err := runCapstan(t, args...)
+		if err == nil || !strings.Contains(err.Error(), "pass --state-dir") {
+			t.Errorf("capstan %s: %v; want a refusal saying to pass --state-dir", strings.Join(args, " "), err)
+		}
+	}
+}

@@ -90,7 +90,11 @@ once the plane is ready and returns the shell; --foreground keeps it attached
 				// minutes, after the guest image's first build.
 				o.clusterTimeout = qemuClusterTimeout
 			}
-			schedule, err := scheduledBackups(g.dir(), o)
+			dir, err := g.dir()
+			if err != nil {
+				return err
+			}
+			schedule, err := scheduledBackups(dir, o)
 			if err != nil {
 				return err
 			}
@@ -107,9 +111,9 @@ once the plane is ready and returns the shell; --foreground keeps it attached
 				}
 			}
 			if o.foreground {
-				return runForeground(cmd, g.dir(), o)
+				return runForeground(cmd, dir, o)
 			}
-			return runDetached(cmd, g.dir(), o)
+			return runDetached(cmd, dir, o)
 		},
 	}
 	cmd.Flags().BoolVar(&o.foreground, "foreground", false, "stay attached until interrupted instead of detaching once ready")
