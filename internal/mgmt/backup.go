@@ -27,15 +27,15 @@ const etcdSnapshotFile = "etcd.db"
 
 // notBackedUp are the state directory's entries a backup leaves out: the
 // etcd data (the snapshot stands for it), the local provider's machines,
-// what a start writes afresh (ports, run file, kubeconfig, log, lock) and
-// scheduled backups. Everything else (the CA and keys under pki/, and
+// what a start writes afresh (ports, run file, kubeconfig, log, lock, the
+// console's URL with its token, stale once restored) and scheduled backups. Everything else (the CA and keys under pki/, and
 // whatever key a later version keeps there) goes into the backup, since
 // the stored objects are only usable with it: service account tokens are
 // signed with its key.
 var notBackedUp = map[string]bool{
 	"etcd": true, "local": true, "backups": true, "apiserver": true,
 	"capstan.lock": true, "run.json": true, "ports.json": true, "kubeconfig": true,
-	"capstan.log": true, "capstan.log.1": true,
+	"capstan.log": true, "capstan.log.1": true, "console.json": true,
 }
 
 // BackupDir is where `capstan up --backup-every` writes by default.
