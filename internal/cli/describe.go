@@ -42,8 +42,10 @@ func (m *mgmtTarget) loadingRules(g *globals) *clientcmd.ClientConfigLoadingRule
 	if os.Getenv(clientcmd.RecommendedConfigPathEnvVar) != "" {
 		return clientcmd.NewDefaultClientConfigLoadingRules()
 	}
-	if running, _ := g.dir().Running(); running {
-		return &clientcmd.ClientConfigLoadingRules{ExplicitPath: g.dir().KubeconfigPath()}
+	if dir, err := g.dir(); err == nil {
+		if running, _ := dir.Running(); running {
+			return &clientcmd.ClientConfigLoadingRules{ExplicitPath: dir.KubeconfigPath()}
+		}
 	}
 	return clientcmd.NewDefaultClientConfigLoadingRules()
 }

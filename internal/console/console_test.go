@@ -199,6 +199,20 @@ func TestConsole(t *testing.T) {
 		if len(resp.Cookies()) != 1 || !resp.Cookies()[0].HttpOnly || resp.Cookies()[0].SameSite != http.SameSiteStrictMode || resp.StatusCode != http.StatusSeeOther {
 			t.Errorf("the token's exchange: %d with cookies %+v, want a redirect and one HttpOnly SameSite=Strict cookie", resp.StatusCode, resp.Cookies())
 		}
+		// Every answer, the page's and the API's, carries a policy that
+		// allows no inline script and no other origin.
+		for _, path := range []string{"/", "/app.js", "/api/clusters"} {
+			req, _ := http.NewRequest(http.MethodGet, b.base+path, nil)
+			resp, err := b.http.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			csp := resp.Header.Get("Content-Security-Policy")
+			if !strings.Contains(csp, "default-src 'none'") || !strings.Contains(csp, "script-src 'self';") || strings.Contains(csp, "unsafe") {
+				t.Errorf("GET %s: Content-Security-Policy %q, want default-src 'none' and script-src 'self' only", path, csp)
+			}
+		}
 
 		// A page of another site whose name resolves to 127.0.0.1.
 		req, _ := http.NewRequest(http.MethodGet, b.base+"/api/clusters", nil)

@@ -62,6 +62,10 @@ func TestSnapshotAndRestoreStateDir(t *testing.T) {
 	if err := d.pki().ensure(time.Now()); err != nil {
 		t.Fatal(err)
 	}
+	// The console's record holds its token, stale in a restored plane.
+	if err := os.WriteFile(filepath.Join(string(d), "console.json"), []byte(`{"url":"http://127.0.0.1:1/?token=x"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := d.Snapshot(ctx); err == nil || !strings.Contains(err.Error(), "no management plane") {
 		t.Errorf("snapshot of an empty directory: %v", err)
 	}
@@ -78,7 +82,7 @@ func TestSnapshotAndRestoreStateDir(t *testing.T) {
 		t.Errorf("the snapshot lacks the CA key (or its mode): %v", files["pki/ca.key"].Mode)
 	}
 	for name := range files {
-		if strings.HasPrefix(name, "etcd/") || name == "ports.json" || name == "capstan.lock" {
+		if strings.HasPrefix(name, "etcd/") || name == "ports.json" || name == "capstan.lock" || name == "console.json" {
 			t.Errorf("the snapshot holds %s", name)
 		}
 	}
@@ -141,4 +145,59 @@ func TestSnapshotAndRestoreStateDir(t *testing.T) {
 			t.Errorf("value after restoring over the plane %q, want the snapshot's", v)
 		}
 	})
+}
+
+// A crafted archive cannot make the restored state readable by others: it
+// claims 0777 for the CA key and a file in a new directory, and the
+// existing pki/ was left 0755; every file comes back 0600, every
+// directory 0700.
+func TestRestoreForcesPrivateModes(t *testing.T) {
+	ctx := context.Background()
+	d := StateDir(filepath.Join(t.TempDir(), "state"))
+	if err := d.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.pki().ensure(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	withEtcd(t, d, func(c *clientv3.Client) {
+		if _, err := c.Put(ctx, "/registry/kept", "v"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	files, err := d.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files["pki/ca.key"] = backup.File{Data: files["pki/ca.key"].Data, Mode: 0o777}
+	files["extra/deeper/note"] = backup.File{Data: []byte("x"), Mode: 0o666}
+	archive, err := backup.Encode(backup.Meta{Kind: backup.Etcd, Created: time.Now(), Source: "crafted"}, files, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, crafted, err := backup.Decode(archive, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if crafted["pki/ca.key"].Mode != 0o777 {
+		t.Fatalf("the crafted archive carries mode %v for pki/ca.key, want 0777: the test crafts nothing", crafted["pki/ca.key"].Mode)
+	}
+	if err := os.Chmod(filepath.Join(string(d), "pki"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Restore(crafted); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"pki/ca.key", "pki/ca.crt", "extra/deeper/note"} {
+		fi, err := os.Stat(filepath.Join(string(d), name))
+		if err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("restored %s: %v, %v; want mode 0600", name, fi.Mode(), err)
+		}
+	}
+	for _, name := range []string{"pki", "extra", "extra/deeper"} {
+		fi, err := os.Stat(filepath.Join(string(d), name))
+		if err != nil || fi.Mode().Perm() != 0o700 {
+			t.Errorf("restored directory %s: %v, %v; want mode 0700", name, fi.Mode(), err)
+		}
+	}
 }

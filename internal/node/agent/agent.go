@@ -57,8 +57,15 @@ func Run(ctx context.Context, opts Options) (err error) {
 			_ = rep.setStatus(func(s *machinedir.Status) { s.Phase, s.Message = machinedir.PhaseFailed, err.Error() })
 		}
 	}()
+	// Outside the provider's layout the machine still boots, but its
+	// kubelet cannot tell which manager it may run, so it runs none.
+	localDir, err := machinedir.ProviderDir(dir, m)
+	if err != nil {
+		opts.Log.Info("The kubelet will run no manager Pod", "reason", err.Error())
+	}
 	n, err := NewNode(NodeOptions{
 		Root:     filepath.Join(dir, machinedir.RootFS),
+		LocalDir: localDir,
 		Identity: Identity{Hostname: m.Hostname, ProviderID: m.ProviderID, Version: m.Version},
 		Report:   rep,
 		Log:      opts.Log.WithValues("machine", m.Machine, "cluster", m.Cluster),
