@@ -7,11 +7,13 @@
 //
 // Its users: a local machine's node.lock and a local cluster's lb.lock (named
 // by package machinedir, the local provider's machine directory contract),
-// and the management plane's capstan.lock (package mgmt).
+// the management plane's capstan.lock (package mgmt), and (Wait) the build
+// locks of the QEMU provider's caches.
 package lockfile
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -181,5 +183,38 @@ func WaitReleased(path string) error {
 			return fmt.Errorf("waiting for lock %s: %w", path, err)
 		}
 		return syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	}
+}
+
+// Wait takes an exclusive lock on path for a job only one process may do
+// at a time (building a cached artifact), waiting, and telling waiting once,
+// while another process holds it; the returned func releases it. Waiting
+// retries every second: a blocking flock could not be given up when ctx
+// ends.
+func Wait(ctx context.Context, path string, waiting func()) (func(), error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	told := false
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("locking %s: %w", path, err)
+		}
+		if !told {
+			waiting()
+			told = true
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-time.After(time.Second):
+		}
 	}
 }

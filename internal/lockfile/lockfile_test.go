@@ -1,6 +1,7 @@
 package lockfile
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -90,4 +91,26 @@ func TestHolderIsOtherProcess(t *testing.T) {
 	if _, err := Acquire(path, 0o644); !errors.Is(err, ErrHeld) {
 		t.Fatalf("Acquire while child holds it: %v", err)
 	}
+}
+
+// A second caller waits for the first's lock, telling it waits, and gives
+// up when its context ends.
+func TestWaitWaits(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.lock")
+	unlock, err := Wait(context.Background(), path, func() { t.Error("the first caller waited") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	waited := false
+	if _, err := Wait(ctx, path, func() { waited = true }); err == nil || !waited {
+		t.Fatalf("second lock while held: %v, waited %v; want it to wait, then fail with the context", err, waited)
+	}
+	unlock()
+	unlock2, err := Wait(context.Background(), path, func() { t.Error("waited for a released lock") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock2()
 }

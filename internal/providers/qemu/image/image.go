@@ -17,6 +17,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"capstan.dev/capstan/internal/lockfile"
 )
 
 // Image is a built guest image: a kernel and initrd for direct kernel boot
@@ -145,7 +147,7 @@ func Ensure(ctx context.Context, o Options) (Image, error) {
 	if built(img) {
 		return img, nil
 	}
-	unlock, err := lock(ctx, filepath.Join(imagesDir, id+".lock"), func() {
+	unlock, err := lockfile.Wait(ctx, filepath.Join(imagesDir, id+".lock"), func() {
 		progress("waiting for another process building it")
 	})
 	if err != nil {
@@ -186,37 +188,6 @@ func built(img Image) bool {
 		}
 	}
 	return true
-}
-
-// lock takes an exclusive lock on path, waiting (and telling waiting once)
-// while another process holds it. Waiting retries every second: a blocking
-// flock could not be given up when ctx ends.
-func lock(ctx context.Context, path string, waiting func()) (func(), error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	told := false
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return func() { f.Close() }, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			f.Close()
-			return nil, fmt.Errorf("locking %s: %w", path, err)
-		}
-		if !told {
-			waiting()
-			told = true
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, ctx.Err()
-		case <-time.After(time.Second):
-		}
-	}
 }
 
 // stageBinary copies the binary to dir/<hash>/capstan unless that copy

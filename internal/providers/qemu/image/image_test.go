@@ -77,27 +77,6 @@ func TestEnsureRefusesBadOptions(t *testing.T) {
 	}
 }
 
-// A second caller waits for the first's lock, telling it waits, and gives
-// up when its context ends.
-func TestLockWaits(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "x.lock")
-	unlock, err := lock(context.Background(), path, func() { t.Error("the first caller waited") })
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
-	defer cancel()
-	waited := false
-	if _, err := lock(ctx, path, func() { waited = true }); err == nil || !waited {
-		t.Fatalf("second lock while held: %v, waited %v; want it to wait, then fail with the context", err, waited)
-	}
-	unlock()
-	unlock2, err := lock(context.Background(), path, func() { t.Error("waited for a released lock") })
-	if err != nil {
-		t.Fatal(err)
-	}
-	unlock2()
-}
 
 func TestRecipeID(t *testing.T) {
 	id := RecipeID()
