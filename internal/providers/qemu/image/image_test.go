@@ -77,7 +77,6 @@ func TestEnsureRefusesBadOptions(t *testing.T) {
 	}
 }
 
-
 func TestRecipeID(t *testing.T) {
 	id := RecipeID()
 	if !strings.HasPrefix(id, "debian-"+Suite+"-") || id != RecipeID() {
