@@ -45,6 +45,9 @@ type Node struct {
 	Etcd, CoreDNS, Pause string
 	// ContainerdDir holds containerd, containerd-shim-runc-v2 and ctr.
 	ContainerdDir string
+	// ContainerdUnit is containerd's own systemd unit file, from its
+	// module's source.
+	ContainerdUnit string
 	// Crictl is the CRI command-line client.
 	Crictl string
 	// Images are the image references kubeadm of this version pulls, by
@@ -103,21 +106,15 @@ func Ensure(ctx context.Context, o Options, version string) (Node, error) {
 		return Node{}, err
 	}
 	n.CoreDNS = filepath.Join(dir, "coredns")
-	if dir, err = Build(ctx, o, Part{
-		Name: "containerd", Version: ContainerdVersion,
-		Requires: []string{"github.com/containerd/containerd/v2 " + ContainerdVersion},
-		Packages: []string{
-			"github.com/containerd/containerd/v2/cmd/containerd",
-			"github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2",
-			"github.com/containerd/containerd/v2/cmd/ctr",
-		},
-		Tags: []string{"no_btrfs", "no_devmapper", "no_zfs"},
-		LDFlags: "-s -w -X github.com/containerd/containerd/v2/version.Version=" + ContainerdVersion +
-			" -X github.com/containerd/containerd/v2/version.Package=github.com/containerd/containerd/v2",
-	}); err != nil {
+	if dir, err = Build(ctx, o, ContainerdPart()); err != nil {
 		return Node{}, err
 	}
 	n.ContainerdDir = dir
+	_, containerdSource, err := download(ctx, o, "github.com/containerd/containerd/v2@"+ContainerdVersion)
+	if err != nil {
+		return Node{}, err
+	}
+	n.ContainerdUnit = filepath.Join(containerdSource, "containerd.service")
 	if dir, err = Build(ctx, o, Part{
 		Name: "crictl", Version: CrictlVersion,
 		Requires: []string{"sigs.k8s.io/cri-tools " + CrictlVersion},
@@ -131,6 +128,24 @@ func Ensure(ctx context.Context, o Options, version string) (Node, error) {
 		return Node{}, err
 	}
 	return n, nil
+}
+
+// ContainerdPart builds containerd, its runc shim and ctr. Without cgo,
+// and without the snapshotters that need it (btrfs, devmapper, zfs): the
+// node uses overlayfs.
+func ContainerdPart() Part {
+	return Part{
+		Name: "containerd", Version: ContainerdVersion,
+		Requires: []string{"github.com/containerd/containerd/v2 " + ContainerdVersion},
+		Packages: []string{
+			"github.com/containerd/containerd/v2/cmd/containerd",
+			"github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2",
+			"github.com/containerd/containerd/v2/cmd/ctr",
+		},
+		Tags: []string{"no_btrfs", "no_devmapper", "no_zfs"},
+		LDFlags: "-s -w -X github.com/containerd/containerd/v2/version.Version=" + ContainerdVersion +
+			" -X github.com/containerd/containerd/v2/version.Package=github.com/containerd/containerd/v2",
+	}
 }
 
 // kubeVersionFlags stamps the Kubernetes binary with its version, as
@@ -162,7 +177,7 @@ func stagingReplaces(ctx context.Context, o Options, version, stagingVersion str
 	if err != nil {
 		return nil, err
 	}
-	f, err := modfile.ParseLax(goMod, data, nil)
+	f, err := modfile.Parse(goMod, data, nil)
 	if err != nil {
 		return nil, fmt.Errorf("components: k8s.io/kubernetes %s's go.mod: %w", version, err)
 	}

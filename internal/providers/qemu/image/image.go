@@ -325,10 +325,24 @@ var maskedUnits = []string{
 // build makes the image in dir: kernel, initrd and qcow2 disk.
 func build(ctx context.Context, dir, mirror string, progress func(string)) error {
 	rootfs := filepath.Join(dir, "rootfs")
+	if err := installPackages(ctx, rootfs, mirror, Packages, progress); err != nil {
+		return err
+	}
+	if err := writeGuestFiles(rootfs, guestFiles()); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(rootfs, "opt/capstan"), 0o755); err != nil {
+		return err
+	}
+	return finish(ctx, dir, rootfs, progress)
+}
+
+// installPackages makes rootfs a Debian system of the given packages.
+func installPackages(ctx context.Context, rootfs, mirror string, packages []string, progress func(string)) error {
 	progress("installing Debian packages (mmdebstrap)")
 	args := []string{
 		"--mode=root", "--variant=apt", "--format=directory",
-		"--include=" + strings.Join(Packages, ","),
+		"--include=" + strings.Join(packages, ","),
 		"--aptopt=Acquire::Retries \"3\"",
 		"--dpkgopt=path-exclude=/usr/share/man/*",
 		"--dpkgopt=path-exclude=/usr/share/doc/*",
@@ -336,10 +350,12 @@ func build(ctx context.Context, dir, mirror string, progress func(string)) error
 		"--customize-hook=chroot \"$1\" systemctl mask " + strings.Join(maskedUnits, " "),
 		Suite, rootfs, mirror,
 	}
-	if err := run(ctx, "mmdebstrap", args...); err != nil {
-		return err
-	}
-	for _, f := range guestFiles() {
+	return run(ctx, "mmdebstrap", args...)
+}
+
+// writeGuestFiles writes files into rootfs, making their directories.
+func writeGuestFiles(rootfs string, files []guestFile) error {
+	for _, f := range files {
 		p := filepath.Join(rootfs, f.path)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return err
@@ -351,9 +367,12 @@ func build(ctx context.Context, dir, mirror string, progress func(string)) error
 			return err
 		}
 	}
-	if err := os.MkdirAll(filepath.Join(rootfs, "opt/capstan"), 0o755); err != nil {
-		return err
-	}
+	return nil
+}
+
+// finish takes the kernel and initrd out of rootfs and turns rootfs into
+// the qcow2 disk, deleting it.
+func finish(ctx context.Context, dir, rootfs string, progress func(string)) error {
 	progress("extracting the kernel")
 	if err := copyNewest(filepath.Join(rootfs, "boot"), "vmlinuz-", filepath.Join(dir, "vmlinuz")); err != nil {
 		return err
