@@ -77,8 +77,9 @@ const DefaultSessionLifetime = 12 * time.Hour
 // the oldest.
 const maxSessions = 64
 
-// browserSession is one signed-in browser: the key its cookie holds, the
-// token its changes must carry and when it ends.
+// browserSession is one signed-in browser (Server.sessions keeps them by
+// the key its cookie holds): the token its changes must carry and when it
+// ends.
 type browserSession struct {
 	csrfToken string
 	expires   time.Time
