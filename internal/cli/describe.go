@@ -50,19 +50,6 @@ func (m *mgmtTarget) loadingRules(g *globals) *clientcmd.ClientConfigLoadingRule
 	return clientcmd.NewDefaultClientConfigLoadingRules()
 }
 
-// kubeconfigPath is the file loadingRules reads first: what to hand another
-// program that must reach the same management cluster.
-func (m *mgmtTarget) kubeconfigPath(g *globals) string {
-	rules := m.loadingRules(g)
-	if rules.ExplicitPath != "" {
-		return rules.ExplicitPath
-	}
-	if p := rules.GetLoadingPrecedence(); len(p) > 0 {
-		return p[0]
-	}
-	return ""
-}
-
 // clientConfig is the management cluster's kubeconfig, found by
 // loadingRules: its REST config, and its context's namespace.
 func clientConfig(rules *clientcmd.ClientConfigLoadingRules) clientcmd.ClientConfig {

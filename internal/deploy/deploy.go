@@ -26,6 +26,7 @@ import (
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/config/crd"
+	"capstan.dev/capstan/internal/version"
 	"capstan.dev/capstan/internal/webhook"
 )
 
@@ -59,7 +60,10 @@ const VersionAnnotation = "capstan.dev/version"
 
 // Options choose what to install.
 type Options struct {
-	// Image is the manager's container image, with its tag.
+	// Image is the manager's container image, with its tag; empty, it is
+	// Capstan's image at the running binary's own version (never a moving
+	// tag such as latest, which would pull a manager other than the one
+	// these CRDs and RBAC were made for).
 	Image string
 	// Version, when set, is recorded in VersionAnnotation.
 	Version string
@@ -255,7 +259,7 @@ func kindRules(crds []*apiextensionsv1.CustomResourceDefinition, chosen func(*ap
 func managerDeployment(o Options, labels, annotations map[string]string) *appsv1.Deployment {
 	image := o.Image
 	if image == "" {
-		image = DefaultImage + ":latest"
+		image = Image(version.Version)
 	}
 	probe := func(path string) *corev1.Probe {
 		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("health")}}}

@@ -60,6 +60,11 @@ func (d StateDir) Snapshot(ctx context.Context) (backup.Files, error) {
 			// Closing etcd right after its snapshot logs errors about
 			// its listeners closing; only a failure to start matters,
 			// and that is returned.
+			// A state directory from before the etcd CA is migrated
+			// first, as a start would (pki.ensureEtcd).
+			if err := d.pki().ensureEtcd(time.Now()); err != nil {
+				return nil, fmt.Errorf("preparing etcd's certificates in %s: %w", d.pki().dir, err)
+			}
 			e, err := startEtcd(ctx, d, ports, "fatal")
 			if err != nil {
 				return nil, fmt.Errorf("starting etcd to snapshot it: %w", err)
@@ -136,7 +141,7 @@ func (d StateDir) etcdSnapshot(ctx context.Context, ports Ports) ([]byte, error)
 // credentials.
 func (d StateDir) etcdClient(ports Ports) (*clientv3.Client, error) {
 	p := d.pki()
-	tlsCfg, err := transport.TLSInfo{CertFile: p.certFile(etcdClient), KeyFile: p.keyFile(etcdClient), TrustedCAFile: p.caCert()}.ClientConfig()
+	tlsCfg, err := transport.TLSInfo{CertFile: p.certFile(etcdClient), KeyFile: p.keyFile(etcdClient), TrustedCAFile: p.etcdCACert()}.ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("etcd client credentials in %s: %w", p.dir, err)
 	}
