@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"capstan.dev/capstan/internal/oci"
-	"capstan.dev/capstan/internal/providers/qemu/image"
 	"capstan.dev/capstan/internal/providers/qemu/components"
+	"capstan.dev/capstan/internal/providers/qemu/image"
 	"capstan.dev/capstan/test/fixture"
 )
 
