@@ -7,6 +7,9 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 # The embedded Kubernetes reports its release from the binary's build
 # information (internal/version), so no Kubernetes ldflags are needed.
 LDFLAGS   := -s -w -X capstan.dev/capstan/internal/version.Version=$(VERSION)
+# The manager image tag of config/deploy/capstan.yaml: the release tag, else
+# the commit the manifests were generated at (never latest, never -dirty).
+MANIFEST_VERSION ?= $(shell git describe --tags --always 2>/dev/null || echo dev)
 
 .PHONY: all build up generate test lint
 
@@ -23,7 +26,7 @@ up: build
 generate:
 	$(GO) tool controller-gen object paths=./api/...
 	$(GO) tool controller-gen crd paths=./api/... output:crd:artifacts:config=config/crd/bases
-	$(GO) run ./hack/deploy
+	$(GO) run -ldflags '-X capstan.dev/capstan/internal/version.Version=$(MANIFEST_VERSION)' ./hack/deploy
 
 # test/interop is a module of its own (upstream Cluster API's dependencies
 # stay out of Capstan's): upstream clusterctl and an upstream provider,

@@ -12,11 +12,13 @@ import (
 )
 
 // WriteFile replaces path in one rename, so that a crash never leaves a
-// half-written file behind; parent directories are created. The temporary
-// file gets perm before the rename, so the content is never readable with
-// wider permissions than asked for.
+// half-written file behind; missing parent directories are created 0700,
+// since what is written this way is mostly keys and credentials (a writer
+// that wants its directories open makes them first). The temporary file
+// gets perm before the rename, so the content is never readable with wider
+// permissions than asked for.
 func WriteFile(path string, data []byte, perm os.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")

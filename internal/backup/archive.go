@@ -67,6 +67,15 @@ type File struct {
 // ReadKeyFile reads an encryption key: exactly KeySize bytes, raw or in
 // base64 (what `openssl rand -base64 32` prints).
 func ReadKeyFile(name string) ([]byte, error) {
+	fi, err := os.Stat(name)
+	if err != nil {
+		return nil, fmt.Errorf("reading the key file: %w", err)
+	}
+	// A key others can read protects nothing: refuse it, as ssh refuses
+	// an open private key, rather than seal snapshots with it.
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return nil, fmt.Errorf("key file %s has mode %#o, so other users can read it: run `chmod 600 %s`", name, perm, name)
+	}
 	b, err := os.ReadFile(name)
 	if err != nil {
 		return nil, fmt.Errorf("reading the key file: %w", err)

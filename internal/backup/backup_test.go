@@ -120,6 +120,14 @@ func TestReadKeyFile(t *testing.T) {
 	if _, err := ReadKeyFile(filepath.Join(t.TempDir(), "missing")); err == nil || !strings.Contains(err.Error(), "key file") {
 		t.Errorf("missing key file: %v", err)
 	}
+	// A key others can read is refused, with the chmod that fixes it.
+	open := writeKey(t, raw)
+	if err := os.Chmod(open, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadKeyFile(open); err == nil || !strings.Contains(err.Error(), "chmod 600 "+open) {
+		t.Errorf("a key file of mode 0644: %v; want a refusal saying chmod 600", err)
+	}
 }
 
 // A snapshot naming a path outside its directory is refused.

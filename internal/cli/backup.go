@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -93,7 +96,10 @@ func (o *backupOptions) backup(cmd *cobra.Command, g *globals) error {
 	meta := backup.Meta{Created: started.UTC()}
 	var files backup.Files
 	if o.kubeconfig == "" {
-		dir := g.dir()
+		dir, err := g.dir()
+		if err != nil {
+			return err
+		}
 		meta.Kind, meta.Source = backup.Etcd, string(dir)
 		// gRPC's own logger reports the dials the etcd client cancels as
 		// it closes; set before any gRPC use, as gRPC requires.
@@ -120,7 +126,24 @@ func (o *backupOptions) backup(cmd *cobra.Command, g *globals) error {
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "Backed up %s to %s (%d files, %.1f MiB%s) in %.1fs.\n",
 		meta.Source, o.to, len(files), float64(size)/(1<<20), encrypted, time.Since(started).Seconds())
+	if key == nil {
+		fmt.Fprintln(cmd.ErrOrStderr(), unencryptedWarning(o.to, meta.Kind, files))
+	}
 	return nil
+}
+
+// unencryptedWarning says what an unencrypted snapshot gives whoever reads
+// it, file by file, since nothing but the file's mode protects it.
+func unencryptedWarning(name string, kind backup.Kind, files backup.Files) string {
+	names := slices.Sorted(maps.Keys(files))
+	what := "the Cluster API objects and their Secrets (each workload cluster's kubeconfig, CA and service-account keys)"
+	if kind == backup.Etcd {
+		what = "the plane's etcd data (every object and Secret, among them each workload cluster's kubeconfig and CA keys), " +
+			"the key that encrypts those Secrets at rest, and the plane's CA and service-account keys"
+	}
+	return fmt.Sprintf("Warning: %s is not encrypted and not authenticated: whoever can read it holds %s, and a change to it goes unnoticed until it is restored. "+
+		"Keep it as private as the state directory, or back up with --encryption-key-file. It holds: %s.",
+		name, what, strings.Join(names, ", "))
 }
 
 // snapshotObjects copies the Cluster API objects of --kubeconfig's cluster
@@ -195,7 +218,10 @@ func (o *backupOptions) restore(cmd *cobra.Command, g *globals) error {
 	case meta.Kind == backup.Objects && o.kubeconfig == "":
 		return fmt.Errorf("%s is a snapshot of a management cluster's objects (%s): restore it into a management cluster with --kubeconfig", o.from, meta.Source)
 	case meta.Kind == backup.Etcd:
-		dir := g.dir()
+		dir, err := g.dir()
+		if err != nil {
+			return err
+		}
 		aside, err := dir.Restore(files)
 		if err != nil {
 			return err

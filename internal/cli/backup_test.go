@@ -48,3 +48,50 @@ func TestBackupFlagsRefused(t *testing.T) {
 		t.Errorf("a refused command created etcd data in %s (%v)", empty, err)
 	}
 }
+
+// A backup written without a key warns, on stderr, that it is neither
+// encrypted nor authenticated and names every file it holds; an encrypted
+// one does not warn.
+func TestUnencryptedBackupWarns(t *testing.T) {
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "plain.snapshot")
+	_, errOut, err := runCapstan(t, "backup", "--state-dir", env.StateDir, "--to", plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Warning: " + plain + " is not encrypted and not authenticated", "--encryption-key-file", "etcd.db", "pki/ca.key", "pki/encryption-config.yaml"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr of an unencrypted backup:\n%s\nwant %q", errOut, want)
+		}
+	}
+	key := filepath.Join(dir, "key")
+	if err := os.WriteFile(key, []byte("0123456789abcdef0123456789abcdef"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, err = runCapstan(t, "backup", "--state-dir", env.StateDir, "--to", filepath.Join(dir, "sealed.snapshot"), "--encryption-key-file", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(errOut, "Warning") {
+		t.Errorf("an encrypted backup warned:\n%s", errOut)
+	}
+}
+
+// With no state directory (no $HOME to default to, or an empty
+// --state-dir) the commands of the embedded plane refuse and name the fix,
+// instead of using the working directory or a guessable shared one.
+func TestNoStateDirIsRefused(t *testing.T) {
+	to := filepath.Join(t.TempDir(), "b")
+	for _, args := range [][]string{
+		{"up", "--state-dir", ""},
+		{"down", "--state-dir", ""},
+		{"status", "--state-dir", ""},
+		{"backup", "--to", to, "--state-dir", ""},
+		{"init", "--infrastructure", "local", "--state-dir", ""},
+	} {
+		_, _, err := runCapstan(t, args...)
+		if err == nil || !strings.Contains(err.Error(), "pass --state-dir") {
+			t.Errorf("capstan %s: %v; want a refusal saying to pass --state-dir", strings.Join(args, " "), err)
+		}
+	}
+}

@@ -42,23 +42,12 @@ func (m *mgmtTarget) loadingRules(g *globals) *clientcmd.ClientConfigLoadingRule
 	if os.Getenv(clientcmd.RecommendedConfigPathEnvVar) != "" {
 		return clientcmd.NewDefaultClientConfigLoadingRules()
 	}
-	if running, _ := g.dir().Running(); running {
-		return &clientcmd.ClientConfigLoadingRules{ExplicitPath: g.dir().KubeconfigPath()}
+	if dir, err := g.dir(); err == nil {
+		if running, _ := dir.Running(); running {
+			return &clientcmd.ClientConfigLoadingRules{ExplicitPath: dir.KubeconfigPath()}
+		}
 	}
 	return clientcmd.NewDefaultClientConfigLoadingRules()
-}
-
-// kubeconfigPath is the file loadingRules reads first: what to hand another
-// program that must reach the same management cluster.
-func (m *mgmtTarget) kubeconfigPath(g *globals) string {
-	rules := m.loadingRules(g)
-	if rules.ExplicitPath != "" {
-		return rules.ExplicitPath
-	}
-	if p := rules.GetLoadingPrecedence(); len(p) > 0 {
-		return p[0]
-	}
-	return ""
 }
 
 // clientConfig is the management cluster's kubeconfig, found by

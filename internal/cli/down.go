@@ -15,7 +15,10 @@ func newDownCommand(g *globals) *cobra.Command {
 		Short: "Stop the embedded management plane, keeping its state for the next up",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			dir := g.dir()
+			dir, err := g.dir()
+			if err != nil {
+				return err
+			}
 			out := cmd.OutOrStdout()
 			running, pid := dir.Running()
 			if !running {

@@ -67,7 +67,11 @@ func runInit(cmd *cobra.Command, g *globals, o *initOptions) error {
 	case "local":
 		dir := o.localDir
 		if dir == "" {
-			dir = g.dir().LocalDir()
+			state, err := g.dir()
+			if err != nil {
+				return fmt.Errorf("--local-dir is not given and %w", err)
+			}
+			dir = state.LocalDir()
 		}
 		abs, err := filepath.Abs(dir)
 		if err != nil {

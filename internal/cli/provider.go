@@ -33,13 +33,17 @@ labels them; points the webhook configurations and CRD conversion webhooks at
 https://127.0.0.1:<--webhook-port> with the CA of a certificate it writes for
 the manager's webhook server; skips the Deployment, Services and cert-manager
 objects; and records the provider in clusterctl's inventory. It prints the
-flags to start the manager with. Running it again updates what it applied and
-renews the certificate when it nears expiry.
+flags to start the manager with, and writes the kubeconfig it runs with: the
+manager's own ServiceAccount (the one its Deployment names) with a token from
+the TokenRequest API, so that it has the rights the provider's RBAC gives it,
+not the plane's admin's. Running it again updates what it applied, issues a
+new token (the manager rereads its file) and renews the certificate when it
+nears expiry.
 
 On a cluster with nodes (after capstan init), install providers as usual, with
 their own Deployment: clusterctl init --infrastructure NAME, or kubectl apply.`,
 		Example: `  capstan provider install infrastructure-dev --version v1.14.2 --components infrastructure-components.yaml
-  POD_IP=127.0.0.1 ./manager --kubeconfig ~/.local/state/capstan/kubeconfig \
+  POD_IP=127.0.0.1 ./manager --kubeconfig ~/.local/state/capstan/providers/infrastructure-dev/kubeconfig \
     --webhook-port 9443 --webhook-cert-dir ~/.local/state/capstan/providers/infrastructure-dev/certs`,
 		Args: exactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -52,18 +56,27 @@ their own Deployment: clusterctl init --infrastructure NAME, or kubectl apply.`,
 			if err != nil {
 				return err
 			}
+			if o.APIServer, err = target.restConfig(g); err != nil {
+				return err
+			}
 			res, err := extprovider.Install(cmd.Context(), c, o, time.Now())
 			if err != nil {
 				return err
 			}
-			kubeconfig := target.kubeconfigPath(g)
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "Installed %s %s (%s, namespace %s): %d objects applied", o.Name, o.Version, res.Type, res.Namespace, len(res.Applied))
 			if len(res.Skipped) > 0 {
 				fmt.Fprintf(out, "; skipped, since the manager runs as a process with the certificate below: %s", strings.Join(res.Skipped, ", "))
 			}
 			fmt.Fprintf(out, ".\nWebhook certificate: %s (CA %s).\n", res.CertDir, res.CAFile)
-			fmt.Fprintf(out, "Run the provider's manager on this host with:\n  --kubeconfig %s --webhook-port %d --webhook-cert-dir %s\n", kubeconfig, o.WebhookPort, res.CertDir)
+			if res.Kubeconfig == "" {
+				fmt.Fprintf(out, "The components name no ServiceAccount for the manager, so no kubeconfig was written for it: add the manager's ServiceAccount, RBAC and Deployment from the provider's release to --components and run this again.\n"+
+					"Run the provider's manager on this host with:\n  --webhook-port %d --webhook-cert-dir %s\n", o.WebhookPort, res.CertDir)
+				return nil
+			}
+			fmt.Fprintf(out, "Kubeconfig of the manager's ServiceAccount %s (its RBAC only; token until %s, run this command again before then): %s.\n",
+				res.ServiceAccount, res.TokenExpires.UTC().Format(time.DateOnly), res.Kubeconfig)
+			fmt.Fprintf(out, "Run the provider's manager on this host with:\n  --kubeconfig %s --webhook-port %d --webhook-cert-dir %s\n", res.Kubeconfig, o.WebhookPort, res.CertDir)
 			return nil
 		},
 	}

@@ -47,7 +47,15 @@ type globals struct {
 	stateDir string
 }
 
-func (g *globals) dir() mgmt.StateDir { return mgmt.StateDir(g.stateDir) }
+// dir is the state directory of --state-dir, or an error that says how to
+// name one when there is no default (no $HOME): a guessed shared directory
+// such as one in /tmp could be another user's.
+func (g *globals) dir() (mgmt.StateDir, error) {
+	if g.stateDir == "" {
+		return "", errors.New("no state directory: $CAPSTAN_STATE_DIR, $XDG_STATE_HOME and $HOME are unset; pass --state-dir DIR")
+	}
+	return mgmt.StateDir(g.stateDir), nil
+}
 
 func newRoot() *cobra.Command {
 	g := &globals{}

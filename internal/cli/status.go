@@ -45,7 +45,11 @@ does not run.`,
 			if output != "" && output != "json" {
 				return fmt.Errorf("-o %q: use json, or leave it out for text", output)
 			}
-			r := collectStatus(cmd.Context(), g.dir())
+			dir, err := g.dir()
+			if err != nil {
+				return err
+			}
+			r := collectStatus(cmd.Context(), dir)
 			out := cmd.OutOrStdout()
 			if output == "json" {
 				enc := json.NewEncoder(out)

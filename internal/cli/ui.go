@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sync"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -34,7 +35,8 @@ func newUICommand(g *globals) *cobra.Command {
 glance, each cluster's objects, conditions, Nodes and events, live, and a few
 actions (scale, pause, rollout restart, kubeconfig download). Everything is read
 and done with the credentials of the kubeconfig, so RBAC decides what you see
-and may do. Open the printed URL: its token signs the browser in.`,
+and may do. Open the printed URL: its token (in the URL's fragment) signs one browser in,
+for 12 hours, and is then replaced; the next URL is printed.`,
 		Example: `  capstan ui
   capstan ui --kubeconfig ~/.kube/prod --port 8500`,
 		Args: cobra.NoArgs,
@@ -50,7 +52,15 @@ and may do. Open the printed URL: its token signs the browser in.`,
 			if raw, err := clientConfig(target.loadingRules(g)).RawConfig(); err == nil {
 				session.Context = raw.CurrentContext
 			}
-			srv, err := console.New(console.Options{Config: consoleConfig(cfg), Session: session, Log: klog.Background().WithName("console")})
+			out := cmd.OutOrStdout()
+			var outMu sync.Mutex
+			// Each URL signs in once; the terminal gets the next one.
+			onURL := func(url string) {
+				outMu.Lock()
+				defer outMu.Unlock()
+				fmt.Fprintf(out, "A browser signed in; the address for the next one:\n  next: %s\n", url)
+			}
+			srv, err := console.New(console.Options{Config: consoleConfig(cfg), Session: session, Log: klog.Background().WithName("console"), OnURL: onURL})
 			if err != nil {
 				return err
 			}
@@ -58,7 +68,9 @@ and may do. Open the printed URL: its token signs the browser in.`,
 			if err != nil {
 				return fmt.Errorf("--port %d: %w: choose another port, or 0 for a free one", port, err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Capstan console of %s:\n  %s\nPress Ctrl-C to stop it.\n", cfg.Host, srv.URL())
+			outMu.Lock()
+			fmt.Fprintf(out, "Capstan console of %s (each address signs one browser in, for %s):\n  %s\nPress Ctrl-C to stop it.\n", cfg.Host, console.DefaultSessionLifetime, srv.URL())
+			outMu.Unlock()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			return srv.Run(ctx, ln)
@@ -94,17 +106,33 @@ func planeConsolePath(dir mgmt.StateDir) string { return filepath.Join(string(di
 // goes on without a console; the returned func removes the record.
 func startPlaneConsole(ctx context.Context, dir mgmt.StateDir, admin *rest.Config, port int) func() {
 	record := planeConsole{PID: os.Getpid()}
+	var recordMu sync.Mutex
+	write := func() {
+		data, _ := json.Marshal(record)
+		if werr := atomicfile.WriteFile(planeConsolePath(dir), data, 0o600); werr != nil {
+			klog.ErrorS(werr, "Cannot record the web console's address")
+		}
+	}
+	// Each URL signs in once: capstan status shows the next one.
+	onURL := func(url string) {
+		recordMu.Lock()
+		defer recordMu.Unlock()
+		record.URL = url
+		write()
+	}
 	session := console.Session{Server: admin.Host}
 	if raw, err := clientcmd.LoadFromFile(dir.KubeconfigPath()); err == nil {
 		session.Context = raw.CurrentContext
 	}
-	srv, err := console.New(console.Options{Config: consoleConfig(admin), Session: session, Log: klog.Background().WithName("console"), StartOnFirstUse: true})
+	srv, err := console.New(console.Options{Config: consoleConfig(admin), Session: session, Log: klog.Background().WithName("console"), StartOnFirstUse: true, OnURL: onURL})
 	if err == nil {
 		var ln net.Listener
 		if ln, err = srv.Listen(port); err != nil {
 			err = fmt.Errorf("port %d: %w (choose another with --ui-port, or 0 to turn it off)", port, err)
 		} else {
+			recordMu.Lock()
 			record.URL = srv.URL()
+			recordMu.Unlock()
 			go func() {
 				if err := srv.Run(ctx, ln); err != nil {
 					klog.ErrorS(err, "The web console stopped")
@@ -116,10 +144,9 @@ func startPlaneConsole(ctx context.Context, dir mgmt.StateDir, admin *rest.Confi
 		record.Problem = "the web console is off: " + err.Error()
 		klog.InfoS("Web console not started", "port", port, "error", err.Error())
 	}
-	data, _ := json.Marshal(record)
-	if werr := atomicfile.WriteFile(planeConsolePath(dir), data, 0o600); werr != nil {
-		klog.ErrorS(werr, "Cannot record the web console's address")
-	}
+	recordMu.Lock()
+	write()
+	recordMu.Unlock()
 	return func() { _ = os.Remove(planeConsolePath(dir)) }
 }
 

@@ -90,8 +90,18 @@ once the plane is ready and returns the shell; --foreground keeps it attached
 				// minutes, after the guest image's first build.
 				o.clusterTimeout = qemuClusterTimeout
 			}
-			if _, err := scheduledBackups(g.dir(), o); err != nil {
+			dir, err := g.dir()
+			if err != nil {
 				return err
+			}
+			schedule, err := scheduledBackups(dir, o)
+			if err != nil {
+				return err
+			}
+			if schedule != nil && o.backupKeyFile == "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "Warning: the scheduled backups in %s are not encrypted and not authenticated: each holds the plane's etcd data "+
+					"(every object and Secret), the key that encrypts those Secrets at rest, and the plane's CA and service-account keys. "+
+					"Keep the directory private, or pass --backup-encryption-key-file.\n", schedule.Dir)
 			}
 			if o.cluster != "" {
 				// A cluster that cannot be made is said before the plane
@@ -101,9 +111,9 @@ once the plane is ready and returns the shell; --foreground keeps it attached
 				}
 			}
 			if o.foreground {
-				return runForeground(cmd, g.dir(), o)
+				return runForeground(cmd, dir, o)
 			}
-			return runDetached(cmd, g.dir(), o)
+			return runDetached(cmd, dir, o)
 		},
 	}
 	cmd.Flags().BoolVar(&o.foreground, "foreground", false, "stay attached until interrupted instead of detaching once ready")

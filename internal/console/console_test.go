@@ -57,14 +57,9 @@ func startConsole(t testing.TB, opts Options) (*Server, *browser) {
 		}
 	})
 	jar, _ := cookiejar.New(nil)
-	b := &browser{t: t, base: strings.SplitN(srv.URL(), "/?", 2)[0], http: &http.Client{Jar: jar, Timeout: 30 * time.Second}}
-	resp, err := b.http.Get(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.Request.URL.RawQuery != "" {
-		t.Fatalf("signing in left the browser at %s, want / without the token", resp.Request.URL)
+	b := &browser{t: t, base: strings.SplitN(srv.URL(), "/#", 2)[0], http: &http.Client{Jar: jar, Timeout: 30 * time.Second}}
+	if status, body := b.login(srv.URL(), nil); status != http.StatusOK {
+		t.Fatalf("signing in with %s: %d %s", srv.URL(), status, body)
 	}
 	var session map[string]string
 	b.getJSON("/api/session", http.StatusOK, &session)
@@ -72,6 +67,24 @@ func startConsole(t testing.TB, opts Options) (*Server, *browser) {
 		t.Fatalf("session without a CSRF token: %v", session)
 	}
 	return srv, b
+}
+
+// login does what the page does with the URL it was opened at: it posts
+// the token of the URL's fragment to /api/login, with header added.
+func (b *browser) login(url string, header map[string]string) (int, []byte) {
+	b.t.Helper()
+	_, token, ok := strings.Cut(url, "/#token=")
+	if !ok {
+		b.t.Fatalf("console URL %s has no #token= fragment", url)
+	}
+	req, _ := http.NewRequest(http.MethodPost, b.base+"/api/login", strings.NewReader(`{"token":"`+token+`"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Origin", b.base)
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	return b.do(req)
 }
 
 func (b *browser) do(req *http.Request) (int, []byte) {
@@ -97,6 +110,14 @@ func (b *browser) getJSON(path string, want int, into any) {
 			b.t.Fatalf("GET %s: %v in %s", path, err, body)
 		}
 	}
+}
+
+// csrfOf is b's session's CSRF token.
+func (b *browser) csrfOf() string {
+	b.t.Helper()
+	var session map[string]string
+	b.getJSON("/api/session", http.StatusOK, &session)
+	return session["csrfToken"]
 }
 
 // post sends an action as the console page does.
@@ -167,6 +188,25 @@ func createDemo(t *testing.T, ns string) demo {
 	return d
 }
 
+// A session ends after its lifetime, whatever the browser does, and whoever
+// showed the console's URL hears of the new one when the old was used.
+func TestSessionsEndAndTheURLMovesOn(t *testing.T) {
+	urls := make(chan string, 4)
+	srv, b := startConsole(t, Options{Config: env.Config, SessionLifetime: 2 * time.Second, OnURL: func(u string) { urls <- u }})
+	select {
+	case u := <-urls:
+		if u != srv.URL() {
+			t.Errorf("OnURL got %s, the console's URL is %s", u, srv.URL())
+		}
+	default:
+		t.Error("signing in did not report the console's new URL")
+	}
+	b.getJSON("/api/clusters", http.StatusOK, nil)
+	time.Sleep(2500 * time.Millisecond)
+	b.getJSON("/api/clusters", http.StatusUnauthorized, nil)
+	b.getJSON("/api/session", http.StatusUnauthorized, nil)
+}
+
 func TestConsole(t *testing.T) {
 	ns := env.Namespace(t)
 	d := createDemo(t, ns)
@@ -183,34 +223,99 @@ func TestConsole(t *testing.T) {
 		if resp.StatusCode != http.StatusUnauthorized {
 			t.Errorf("/api/clusters without the cookie: %d, want 401", resp.StatusCode)
 		}
-		resp, err = anonymous.Get(b.base + "/?token=wrong")
+		// The token travels in the fragment only; the query string signs
+		// nothing in, even with the right token.
+		current := srv.URL()
+		if !strings.Contains(current, "/#token=") || strings.Contains(current, "?") {
+			t.Errorf("console URL %s: want the token in its fragment only", current)
+		}
+		_, token, _ := strings.Cut(current, "#token=")
+		resp, err = anonymous.Get(b.base + "/?token=" + token)
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusUnauthorized || len(resp.Cookies()) != 0 {
-			t.Errorf("a wrong token: %d with cookies %v, want 401 and none", resp.StatusCode, resp.Cookies())
+		if resp.StatusCode != http.StatusBadRequest || len(resp.Cookies()) != 0 {
+			t.Errorf("the token in the query string: %d with cookies %v, want 400 and none", resp.StatusCode, resp.Cookies())
 		}
-		resp, err = anonymous.Get(srv.URL())
+		jar, _ := cookiejar.New(nil)
+		other := &browser{t: t, base: b.base, http: &http.Client{Jar: jar, Timeout: 5 * time.Second}}
+		if status, _ := other.login(b.base+"/#token=0123abcd", nil); status != http.StatusUnauthorized {
+			t.Errorf("a wrong token: %d, want 401", status)
+		}
+		for name, header := range map[string]map[string]string{
+			"foreign Origin":       {"Origin": "http://evil.example"},
+			"another port's page":  {"Origin": "http://127.0.0.1:1"},
+			"cross-site fetch":     {"Sec-Fetch-Site": "same-site"},
+			"form post":            {"Content-Type": "application/x-www-form-urlencoded"},
+			"Host of another port": {"Host": "127.0.0.1:1"},
+		} {
+			req, _ := http.NewRequest(http.MethodPost, b.base+"/api/login", strings.NewReader(`{"token":"`+token+`"}`))
+			req.Header.Set("Content-Type", "application/json")
+			for k, v := range header {
+				req.Header.Set(k, v)
+			}
+			if h, ok := header["Host"]; ok {
+				req.Host = h
+			}
+			if status, body := other.do(req); status < 400 || status >= 500 || status == http.StatusUnauthorized {
+				t.Errorf("login with a %s: %d %s, want a refusal", name, status, body)
+			}
+		}
+		if srv.URL() != current {
+			t.Fatal("a refused login replaced the token")
+		}
+		// The exchange sets one cookie bound to this console's port, and
+		// the token it used signs in no one else: the URL is spent.
+		req, _ := http.NewRequest(http.MethodPost, b.base+"/api/login", strings.NewReader(`{"token":"`+token+`"}`))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err = anonymous.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if len(resp.Cookies()) != 1 || !resp.Cookies()[0].HttpOnly || resp.Cookies()[0].SameSite != http.SameSiteStrictMode || resp.StatusCode != http.StatusSeeOther {
-			t.Errorf("the token's exchange: %d with cookies %+v, want a redirect and one HttpOnly SameSite=Strict cookie", resp.StatusCode, resp.Cookies())
+		cookies := resp.Cookies()
+		if resp.StatusCode != http.StatusOK || len(cookies) != 1 || !cookies[0].HttpOnly || cookies[0].SameSite != http.SameSiteStrictMode ||
+			!strings.HasSuffix(cookies[0].Name, "_"+strings.TrimPrefix(b.base, "http://127.0.0.1:")) ||
+			cookies[0].MaxAge != int(DefaultSessionLifetime/time.Second) {
+			t.Errorf("the token's exchange: %d with cookies %+v, want 200 and one HttpOnly SameSite=Strict cookie named for the port, ending with the session", resp.StatusCode, cookies)
+		}
+		if srv.URL() == current {
+			t.Error("the access token was not replaced after signing in")
+		}
+		if status, _ := other.login(current, nil); status != http.StatusUnauthorized {
+			t.Errorf("signing in again with a used URL: %d, want 401", status)
+		}
+		if status, body := other.login(srv.URL(), nil); status != http.StatusOK {
+			t.Errorf("signing in with the new URL: %d %s", status, body)
+		}
+		// Every answer, the page's and the API's, carries a policy that
+		// allows no inline script and no other origin.
+		for _, path := range []string{"/", "/app.js", "/api/clusters"} {
+			req, _ := http.NewRequest(http.MethodGet, b.base+path, nil)
+			resp, err := b.http.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			csp := resp.Header.Get("Content-Security-Policy")
+			if !strings.Contains(csp, "default-src 'none'") || !strings.Contains(csp, "script-src 'self';") || strings.Contains(csp, "unsafe") {
+				t.Errorf("GET %s: Content-Security-Policy %q, want default-src 'none' and script-src 'self' only", path, csp)
+			}
 		}
 
 		// A page of another site whose name resolves to 127.0.0.1.
-		req, _ := http.NewRequest(http.MethodGet, b.base+"/api/clusters", nil)
+		req, _ = http.NewRequest(http.MethodGet, b.base+"/api/clusters", nil)
 		req.Host = "evil.example:8497"
 		if status, body := b.do(req); status != http.StatusForbidden {
 			t.Errorf("Host evil.example: %d %s, want 403", status, body)
 		}
 
 		for name, header := range map[string]map[string]string{
-			"no CSRF token":    {},
-			"wrong CSRF token": {"X-CSRF-Token": "nope"},
-			"foreign Origin":   {"X-CSRF-Token": b.csrf, "Origin": "http://evil.example"},
+			"no CSRF token":                {},
+			"wrong CSRF token":             {"X-CSRF-Token": "nope"},
+			"foreign Origin":               {"X-CSRF-Token": b.csrf, "Origin": "http://evil.example"},
+			"another session's CSRF token": {"X-CSRF-Token": other.csrfOf()},
 		} {
 			req, _ := http.NewRequest(http.MethodPost, b.base+clusterPath+"/pause", strings.NewReader(`{"paused":true}`))
 			for k, v := range header {

@@ -59,6 +59,30 @@ type Options struct {
 	// browser first asks rather than with Run, so that a console nobody
 	// opens (the plane's) costs the plane no memory and no watches.
 	StartOnFirstUse bool
+	// SessionLifetime is how long a browser stays signed in after it
+	// exchanged the access token. Default DefaultSessionLifetime.
+	SessionLifetime time.Duration
+	// OnURL is called with the console's new URL each time its access
+	// token was used and replaced, so that whoever showed the old URL can
+	// show the new one. It must not block.
+	OnURL func(url string)
+}
+
+// DefaultSessionLifetime is how long a browser session lasts: a working
+// day. It ends then whatever the browser does; signing in again takes the
+// console's current URL.
+const DefaultSessionLifetime = 12 * time.Hour
+
+// maxSessions bounds the sessions kept at once; signing in beyond it ends
+// the oldest.
+const maxSessions = 64
+
+// browserSession is one signed-in browser (Server.sessions keeps them by
+// the key its cookie holds): the token its changes must carry and when it
+// ends.
+type browserSession struct {
+	csrfToken string
+	expires   time.Time
 }
 
 // Server is a running console: the user's informer cache of the
@@ -72,11 +96,14 @@ type Server struct {
 	nodes   *workloadClients
 	session Session
 
-	// accessToken is in the printed URL; it is exchanged for a cookie
-	// holding sessionKey. csrfToken must accompany every change.
-	accessToken, sessionKey, csrfToken string
-	cookieName                         string
-	url                                string
+	// accessToken is in the printed URL's fragment; it is exchanged, once,
+	// by POST /api/login for a session cookie, and replaced. sessions are by
+	// the key their cookie holds.
+	authMu      sync.Mutex
+	accessToken string
+	sessions    map[string]browserSession
+	cookieName  string
+	port        int
 
 	errMu      sync.Mutex
 	watchErrs  map[string]error // by watched type: why its informer cannot list
@@ -104,7 +131,11 @@ func New(opts Options) (*Server, error) {
 	if opts.WorkloadTimeout <= 0 {
 		opts.WorkloadTimeout = 2 * time.Second
 	}
-	s := &Server{opts: opts, log: opts.Log, session: opts.Session, watchErrs: map[string]error{}, watched: map[string]bool{}}
+	if opts.SessionLifetime <= 0 {
+		opts.SessionLifetime = DefaultSessionLifetime
+	}
+	s := &Server{opts: opts, log: opts.Log, session: opts.Session, watchErrs: map[string]error{}, watched: map[string]bool{},
+		sessions: map[string]browserSession{}}
 	sch := scheme.New()
 	var err error
 	if s.client, err = client.New(rest.CopyConfig(opts.Config), client.Options{Scheme: sch}); err != nil {
@@ -124,10 +155,8 @@ func New(opts Options) (*Server, error) {
 	s.cache = startingCache{informers}
 	s.hub = newHub()
 	s.nodes = newWorkloadClients(opts.WorkloadTimeout)
-	for _, t := range []*string{&s.accessToken, &s.sessionKey, &s.csrfToken} {
-		if *t, err = randomToken(); err != nil {
-			return nil, err
-		}
+	if s.accessToken, err = randomToken(); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -165,16 +194,25 @@ func (s *Server) Listen(port int) (net.Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := ln.Addr().(*net.TCPAddr).Port
+	s.port = ln.Addr().(*net.TCPAddr).Port
 	// Cookies do not tell ports apart: one name per port keeps two
 	// consoles on this machine from overwriting each other's session.
-	s.cookieName = "capstan_console_" + strconv.Itoa(p)
-	s.url = fmt.Sprintf("http://127.0.0.1:%d/?token=%s", p, s.accessToken)
+	s.cookieName = "capstan_console_" + strconv.Itoa(s.port)
 	return ln, nil
 }
 
-// URL is the address to open, with the access token; it is a secret.
-func (s *Server) URL() string { return s.url }
+// URL is the address to open, with the current access token in its
+// fragment (which a browser never sends to a server, nor keeps once the
+// page removed it); it is a secret until used, and useless after.
+func (s *Server) URL() string {
+	s.authMu.Lock()
+	defer s.authMu.Unlock()
+	return s.urlLocked()
+}
+
+func (s *Server) urlLocked() string {
+	return fmt.Sprintf("http://127.0.0.1:%d/#token=%s", s.port, s.accessToken)
+}
 
 // Run starts the cache and serves ln until ctx ends.
 func (s *Server) Run(ctx context.Context, ln net.Listener) error {
@@ -244,13 +282,14 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	static := http.FileServerFS(assets())
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		if token := r.URL.Query().Get("token"); token != "" {
-			s.login(w, r, token)
+		if r.URL.Query().Has("token") {
+			writeError(w, http.StatusBadRequest, "the access token goes in the URL's fragment (#token=...), never its query: open the URL capstan printed")
 			return
 		}
 		static.ServeHTTP(w, r)
 	})
 	mux.Handle("GET /", static)
+	mux.HandleFunc("POST /api/login", s.login)
 	api := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.authenticated(h)) }
 	api("GET /api/session", s.handleSession)
 	api("GET /api/clusters", s.handleClusters)
@@ -272,6 +311,15 @@ func (s *Server) Handler() http.Handler {
 	return s.loopbackOnly(mux)
 }
 
+// ContentSecurityPolicy lets the console's page load its own scripts,
+// styles and images and talk to its own origin, and nothing else: no inline
+// script or style, no other site, no framing. The page needs no more (its
+// DOM is built with createElement and textContent, its one dynamic style is
+// a CSS variable set through the CSSOM), so an injected markup string could
+// run nothing even if one got through.
+const ContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
+	"base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
 // loopbackOnly refuses requests whose Host is not a loopback address: a
 // page on another site that rebinds its name to 127.0.0.1 sends its own
 // name as Host and is turned away.
@@ -284,6 +332,7 @@ func (s *Server) loopbackOnly(next http.Handler) http.Handler {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("X-Frame-Options", "DENY")
 		w.Header().Set("Referrer-Policy", "no-referrer")
+		w.Header().Set("Content-Security-Policy", ContentSecurityPolicy)
 		next.ServeHTTP(w, r)
 	})
 }
@@ -300,49 +349,159 @@ func isLoopbackHost(hostport string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// login exchanges the access token of the URL for the session cookie and
-// sends the browser on to the page without the token in its address.
-func (s *Server) login(w http.ResponseWriter, r *http.Request, token string) {
-	if subtle.ConstantTimeCompare([]byte(token), []byte(s.accessToken)) != 1 {
-		http.Error(w, "wrong access token: open the URL capstan printed", http.StatusUnauthorized)
+// loginRequest is what the page posts with the token of its URL's
+// fragment.
+type loginRequest struct {
+	Token string `json:"token"`
+}
+
+// login exchanges the access token for a session cookie, once: the token
+// is replaced at once, so the URL it came in cannot sign in again (from
+// browser history, a shared screen, a second browser). The request must be
+// the console's own page's: same origin, JSON.
+func (s *Server) login(w http.ResponseWriter, r *http.Request) {
+	if !s.sameOrigin(w, r) {
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: s.cookieName, Value: s.sessionKey, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
-	http.Redirect(w, r, "/", http.StatusSeeOther)
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		writeError(w, http.StatusUnsupportedMediaType, "POST /api/login takes JSON: {\"token\": \"...\"}")
+		return
+	}
+	var req loginRequest
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096)).Decode(&req); err != nil || req.Token == "" {
+		writeError(w, http.StatusBadRequest, "POST /api/login takes JSON with the URL's token: {\"token\": \"...\"}")
+		return
+	}
+	key, err := randomToken()
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	csrf, err := randomToken()
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	next, err := randomToken()
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	now := time.Now()
+	s.authMu.Lock()
+	if subtle.ConstantTimeCompare([]byte(req.Token), []byte(s.accessToken)) != 1 {
+		s.authMu.Unlock()
+		writeError(w, http.StatusUnauthorized, "this console address was already used to sign in, or is wrong: each address signs in once; run capstan status (the plane's console) or see capstan ui's output for the current one")
+		return
+	}
+	s.accessToken = next
+	s.pruneLocked(now)
+	s.sessions[key] = browserSession{csrfToken: csrf, expires: now.Add(s.opts.SessionLifetime)}
+	url := s.urlLocked()
+	s.authMu.Unlock()
+	if s.opts.OnURL != nil {
+		s.opts.OnURL(url)
+	}
+	s.log.Info("Console session started", "expires", now.Add(s.opts.SessionLifetime).UTC().Format(time.RFC3339))
+	http.SetCookie(w, &http.Cookie{Name: s.cookieName, Value: key, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		MaxAge: int(s.opts.SessionLifetime / time.Second)})
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, map[string]string{"expires": now.Add(s.opts.SessionLifetime).UTC().Format(time.RFC3339)})
 }
+
+// pruneLocked drops ended sessions and, beyond maxSessions, the oldest.
+func (s *Server) pruneLocked(now time.Time) {
+	for k, v := range s.sessions {
+		if !now.Before(v.expires) {
+			delete(s.sessions, k)
+		}
+	}
+	for len(s.sessions) >= maxSessions {
+		var oldest string
+		for k, v := range s.sessions {
+			if oldest == "" || v.expires.Before(s.sessions[oldest].expires) {
+				oldest = k
+			}
+		}
+		delete(s.sessions, oldest)
+	}
+}
+
+// sessionOf is the live session r's cookie names.
+func (s *Server) sessionOf(r *http.Request) (browserSession, bool) {
+	c, err := r.Cookie(s.cookieName)
+	if err != nil {
+		return browserSession{}, false
+	}
+	s.authMu.Lock()
+	defer s.authMu.Unlock()
+	for k, v := range s.sessions {
+		if subtle.ConstantTimeCompare([]byte(c.Value), []byte(k)) == 1 {
+			if !time.Now().Before(v.expires) {
+				delete(s.sessions, k)
+				return browserSession{}, false
+			}
+			return v, true
+		}
+	}
+	return browserSession{}, false
+}
+
+type sessionKey struct{}
 
 func (s *Server) authenticated(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := r.Cookie(s.cookieName)
-		if err != nil || subtle.ConstantTimeCompare([]byte(c.Value), []byte(s.sessionKey)) != 1 {
-			writeError(w, http.StatusUnauthorized, "not signed in: open the URL with the token that capstan printed")
+		sess, ok := s.sessionOf(r)
+		if !ok {
+			writeError(w, http.StatusUnauthorized, "not signed in, or the session ended: open the console's current URL (capstan status prints the plane's)")
 			return
 		}
 		w.Header().Set("Cache-Control", "no-store")
 		s.startWatching()
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sessionKey{}, sess)))
 	})
 }
 
-// changing guards a state-changing handler: the CSRF token must be in the
-// X-CSRF-Token header and an Origin, when sent, must be this server.
+// sameOrigin refuses a request another origin's page sent: its Origin, when
+// sent, must be this console's (scheme, host and port), and so must the
+// browser's Sec-Fetch-Site. Cookies do not tell ports apart; this does.
+func (s *Server) sameOrigin(w http.ResponseWriter, r *http.Request) bool {
+	if origin := r.Header.Get("Origin"); origin != "" && origin != "http://"+r.Host {
+		writeError(w, http.StatusForbidden, "requests from origin "+strconv.Quote(origin)+" are refused")
+		return false
+	}
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" {
+		writeError(w, http.StatusForbidden, "requests from another site or origin ("+strconv.Quote(site)+") are refused")
+		return false
+	}
+	if _, port, err := net.SplitHostPort(r.Host); s.port != 0 && (err != nil || port != strconv.Itoa(s.port)) {
+		writeError(w, http.StatusForbidden, "Host "+strconv.Quote(r.Host)+" is not this console's port")
+		return false
+	}
+	return true
+}
+
+// changing guards a state-changing handler: the session's CSRF token must
+// be in the X-CSRF-Token header and the request must come from this
+// console's origin.
 func (s *Server) changing(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get("X-CSRF-Token")), []byte(s.csrfToken)) != 1 {
+		sess, _ := r.Context().Value(sessionKey{}).(browserSession)
+		if sess.csrfToken == "" || subtle.ConstantTimeCompare([]byte(r.Header.Get("X-CSRF-Token")), []byte(sess.csrfToken)) != 1 {
 			writeError(w, http.StatusForbidden, "missing or wrong X-CSRF-Token header: reload the console")
 			return
 		}
-		if origin := r.Header.Get("Origin"); origin != "" && origin != "http://"+r.Host {
-			writeError(w, http.StatusForbidden, "requests from origin "+strconv.Quote(origin)+" are refused")
+		if !s.sameOrigin(w, r) {
 			return
 		}
 		next(w, r)
 	}
 }
 
-func (s *Server) handleSession(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) handleSession(w http.ResponseWriter, r *http.Request) {
+	sess, _ := r.Context().Value(sessionKey{}).(browserSession)
 	writeJSON(w, http.StatusOK, map[string]string{"user": s.session.User, "server": s.session.Server,
-		"context": s.session.Context, "csrfToken": s.csrfToken})
+		"context": s.session.Context, "csrfToken": sess.csrfToken, "expires": sess.expires.UTC().Format(time.RFC3339)})
 }
 
 // compressAbove is the size from which a JSON answer is sent gzipped to a

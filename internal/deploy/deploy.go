@@ -26,6 +26,8 @@ import (
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/config/crd"
+	"capstan.dev/capstan/internal/version"
+	"capstan.dev/capstan/internal/webhook"
 )
 
 // Names of the installation's objects.
@@ -58,7 +60,10 @@ const VersionAnnotation = "capstan.dev/version"
 
 // Options choose what to install.
 type Options struct {
-	// Image is the manager's container image, with its tag.
+	// Image is the manager's container image, with its tag; empty, it is
+	// Capstan's image at the running binary's own version (never a moving
+	// tag such as latest, which would pull a manager other than the one
+	// these CRDs and RBAC were made for).
 	Image string
 	// Version, when set, is recorded in VersionAnnotation.
 	Version string
@@ -160,8 +165,11 @@ func Objects(o Options) ([]client.Object, error) {
 			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: ManagerName + "-leader-election"},
 			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: ManagerName, Namespace: Namespace}},
 		},
-		managerDeployment(o, labels, annotations),
 	)
+	// Shipped without webhooks, so nothing is sent to a manager that does
+	// not serve yet; the manager writes them once it does.
+	objs = append(objs, webhook.Configurations()...)
+	objs = append(objs, managerDeployment(o, labels, annotations))
 	if o.LocalDir == "" {
 		// A manager on a local provider's machine is a process of the API
 		// server's host and is reached on loopback; elsewhere through a
@@ -200,10 +208,16 @@ func managerRules(crds []*apiextensionsv1.CustomResourceDefinition) []rbacv1.Pol
 		// and whether it may read them.
 		rbacv1.PolicyRule{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
 		rbacv1.PolicyRule{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
-		// The admission webhooks: the manager writes its own configurations
-		// (their caBundle follows its certificate) and checks its namespace.
-		rbacv1.PolicyRule{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations", "mutatingwebhookconfigurations"},
-			Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
+		// The admission webhooks: the manager fills in its own two
+		// configurations, which the installation ships (their webhooks and
+		// caBundle follow its certificate and endpoint), and checks its
+		// namespace. By name only, and no create: a webhook configuration
+		// sees, and may change, whatever objects it names, so a manager that
+		// could make or rewrite others could intercept any object.
+		rbacv1.PolicyRule{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations"},
+			ResourceNames: []string{webhook.ValidatingConfigurationName}, Verbs: []string{"get", "update", "patch"}},
+		rbacv1.PolicyRule{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"mutatingwebhookconfigurations"},
+			ResourceNames: []string{webhook.MutatingConfigurationName}, Verbs: []string{"get", "update", "patch"}},
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get"}},
 	)
 }
@@ -245,7 +259,7 @@ func kindRules(crds []*apiextensionsv1.CustomResourceDefinition, chosen func(*ap
 func managerDeployment(o Options, labels, annotations map[string]string) *appsv1.Deployment {
 	image := o.Image
 	if image == "" {
-		image = DefaultImage + ":latest"
+		image = Image(version.Version)
 	}
 	probe := func(path string) *corev1.Probe {
 		return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString("health")}}}
@@ -272,8 +286,7 @@ func managerDeployment(o Options, labels, annotations map[string]string) *appsv1
 	}
 	var volumes []corev1.Volume
 	if o.LocalDir != "" {
-		c.Args = []string{"manager", "--leader-elect", "--leader-election-namespace=" + Namespace,
-			"--metrics-bind-address=0", "--health-probe-bind-address=0", "--local-dir=" + o.LocalDir}
+		c.Args = localManagerArgs(o.LocalDir)
 		c.Ports, c.LivenessProbe, c.ReadinessProbe = nil, nil, nil
 		c.VolumeMounts = []corev1.VolumeMount{{Name: "local-machines", MountPath: o.LocalDir}}
 		volumes = []corev1.Volume{{Name: "local-machines", VolumeSource: corev1.VolumeSource{

@@ -5,30 +5,40 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"capstan.dev/capstan/internal/deploy"
 	"capstan.dev/capstan/internal/testenv"
+	"capstan.dev/capstan/internal/version"
 )
 
 var env *testenv.Env
 
 func TestMain(m *testing.M) { testenv.Main(m, &env) }
 
+// managerImage is the manager Deployment's image in objs.
+func managerImage(t *testing.T, objs []client.Object) string {
+	t.Helper()
+	for _, obj := range objs {
+		if d, ok := obj.(*appsv1.Deployment); ok {
+			return d.Spec.Template.Spec.Containers[0].Image
+		}
+	}
+	t.Fatal("no manager Deployment")
+	return ""
+}
+
+// The committed manifests are what Objects makes, with the manager's image
+// pinned to the version they were generated at: never a moving tag.
 func TestCommittedManifestsAreCurrent(t *testing.T) {
 	root, err := testenv.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs, err := deploy.Objects(deploy.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := deploy.YAML(objs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,8 +46,35 @@ func TestCommittedManifestsAreCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	image := regexp.MustCompile(`(?m)^\s+image: (` + regexp.QuoteMeta(deploy.DefaultImage) + `:\S+)$`).FindSubmatch(got)
+	if image == nil {
+		t.Fatalf("config/deploy/capstan.yaml has no %s image", deploy.DefaultImage)
+	}
+	tag := strings.TrimPrefix(string(image[1]), deploy.DefaultImage+":")
+	if tag == "latest" || tag == "dev" || strings.HasSuffix(tag, "-dirty") {
+		t.Errorf("config/deploy/capstan.yaml runs the manager image %s: pin it to a release or commit (make generate)", image[1])
+	}
+	objs, err := deploy.Objects(deploy.Options{Image: string(image[1])})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := deploy.YAML(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !bytes.Equal(got, want) {
 		t.Error("config/deploy/capstan.yaml is stale; run make generate")
+	}
+}
+
+// Without an image, the manager runs the binary's own version.
+func TestDefaultImageIsTheBinarysVersion(t *testing.T) {
+	objs, err := deploy.Objects(deploy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := managerImage(t, objs), deploy.Image(version.Version); got != want || strings.HasSuffix(got, ":latest") {
+		t.Errorf("manager image %s, want %s", got, want)
 	}
 }
 

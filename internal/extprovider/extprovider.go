@@ -20,7 +20,9 @@
 //   - the provider is recorded in clusterctl's inventory.
 //
 // The serving certificate and key are written to the provider's directory,
-// for the manager's --webhook-cert-dir.
+// for the manager's --webhook-cert-dir, and so is a kubeconfig for the
+// provider's own ServiceAccount (the one its Deployment names), so that the
+// process has the rights the provider's RBAC gives it and no more.
 package extprovider
 
 import (
@@ -37,13 +39,20 @@ import (
 	"strings"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilversion "k8s.io/apimachinery/pkg/util/version"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterctlv1 "capstan.dev/capstan/api/clusterctl/v1alpha3"
+	"capstan.dev/capstan/internal/atomicfile"
 	"capstan.dev/capstan/internal/certs"
 	"capstan.dev/capstan/internal/templates"
 )
@@ -70,6 +79,10 @@ type Options struct {
 	// Lookup gives the components' ${VARIABLES}; a variable without a value
 	// or a default is an error that names it.
 	Lookup func(string) (string, bool)
+	// APIServer is how the command reaches the management cluster. Only its
+	// address and CA go into the provider's kubeconfig, never its
+	// credentials.
+	APIServer *rest.Config
 }
 
 // Result says what Install did.
@@ -82,6 +95,12 @@ type Result struct {
 	// CertDir holds tls.crt and tls.key for the webhook server; CAFile the
 	// CA that signed them.
 	CertDir, CAFile string
+	// Kubeconfig is the file the provider's manager runs with: its own
+	// ServiceAccount (namespace/name in ServiceAccount), with a token that
+	// expires at TokenExpires, read from TokenFile. All are empty when the
+	// components name no ServiceAccount for the manager.
+	Kubeconfig, TokenFile, ServiceAccount string
+	TokenExpires                          time.Time
 }
 
 // prefixes map a provider name's prefix to its clusterctl type.
@@ -130,7 +149,103 @@ func Check(o Options) ([]*unstructured.Unstructured, error) {
 	if o.WebhookPort <= 0 || o.WebhookPort > 65535 {
 		return nil, fmt.Errorf("--webhook-port %d is not a port", o.WebhookPort)
 	}
-	return readComponents(o.Components, o.Lookup)
+	objs, err := readComponents(o.Components, o.Lookup)
+	if err != nil {
+		return nil, err
+	}
+	if _, _, err := managerServiceAccount(objs); err != nil {
+		return nil, err
+	}
+	return objs, nil
+}
+
+// managerServiceAccount is the ServiceAccount the provider's manager runs
+// as: the one its Deployment names, else the components' only one. Found is
+// false when the components hold neither (CRDs alone, say).
+func managerServiceAccount(objs []*unstructured.Unstructured) (key client.ObjectKey, found bool, err error) {
+	var accounts []client.ObjectKey
+	for _, obj := range objs {
+		switch {
+		case obj.GetKind() == "Deployment" && obj.GroupVersionKind().Group == "apps":
+			name, _, _ := unstructured.NestedString(obj.Object, "spec", "template", "spec", "serviceAccountName")
+			if name == "" {
+				name = "default"
+			}
+			return client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}, true, nil
+		case obj.GetKind() == "ServiceAccount" && obj.GroupVersionKind().Group == "":
+			accounts = append(accounts, client.ObjectKeyFromObject(obj))
+		}
+	}
+	switch len(accounts) {
+	case 0:
+		return client.ObjectKey{}, false, nil
+	case 1:
+		return accounts[0], true, nil
+	}
+	return client.ObjectKey{}, false, fmt.Errorf("--components: %d ServiceAccounts and no Deployment naming the manager's; the manager runs with its own ServiceAccount's rights, so keep its Deployment (spec.template.spec.serviceAccountName) in the components, or only its ServiceAccount", len(accounts))
+}
+
+// TokenLifetime is how long the manager's ServiceAccount token is asked to
+// live; the API server may shorten it. Running install again issues a new
+// one, which the manager reads without a restart (its kubeconfig names the
+// token file, and client-go rereads that file).
+const TokenLifetime = 365 * 24 * time.Hour
+
+// writeKubeconfig asks the API server for a token of the manager's
+// ServiceAccount (TokenRequest: bound to that account, expiring, never
+// stored in a Secret) and writes it and a kubeconfig that reads it, both
+// 0600, to the provider's directory.
+func writeKubeconfig(ctx context.Context, c client.Client, o Options, sa client.ObjectKey, res *Result) error {
+	if o.APIServer == nil || o.APIServer.Host == "" {
+		return errors.New("no API server address to write the provider's kubeconfig with")
+	}
+	caData := o.APIServer.CAData
+	if len(caData) == 0 && o.APIServer.CAFile != "" {
+		b, err := os.ReadFile(o.APIServer.CAFile)
+		if err != nil {
+			return fmt.Errorf("reading the management cluster's CA for the provider's kubeconfig: %w", err)
+		}
+		caData = b
+	}
+	account := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: sa.Namespace, Name: sa.Name}}
+	seconds := int64(TokenLifetime / time.Second)
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}
+	var err error
+	for wait := 100 * time.Millisecond; ; wait *= 2 {
+		// A ServiceAccount the components do not hold (a Deployment's
+		// "default") appears once the plane's controller makes it.
+		err = c.SubResource("token").Create(ctx, account, tr)
+		if err == nil || wait > 5*time.Second || ctx.Err() != nil || !apierrors.IsNotFound(err) {
+			break
+		}
+		time.Sleep(wait)
+	}
+	if err != nil {
+		return fmt.Errorf("asking for a token of the manager's ServiceAccount %s/%s: %w", sa.Namespace, sa.Name, err)
+	}
+	res.ServiceAccount = sa.Namespace + "/" + sa.Name
+	res.TokenExpires = tr.Status.ExpirationTimestamp.Time
+	res.TokenFile = filepath.Join(o.Dir, "token")
+	res.Kubeconfig = filepath.Join(o.Dir, "kubeconfig")
+	if err := atomicfile.WriteFile(res.TokenFile, []byte(tr.Status.Token), 0o600); err != nil {
+		return err
+	}
+	tokenFile, err := filepath.Abs(res.TokenFile)
+	if err != nil {
+		return err
+	}
+	user := "system:serviceaccount:" + sa.Namespace + ":" + sa.Name
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["management"] = &clientcmdapi.Cluster{Server: o.APIServer.Host, CertificateAuthorityData: caData,
+		TLSServerName: o.APIServer.ServerName, InsecureSkipTLSVerify: o.APIServer.Insecure}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{TokenFile: tokenFile}
+	cfg.Contexts[o.Name] = &clientcmdapi.Context{Cluster: "management", AuthInfo: user, Namespace: sa.Namespace}
+	cfg.CurrentContext = o.Name
+	data, err := clientcmd.Write(*cfg)
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(res.Kubeconfig, data, 0o600)
 }
 
 // Install applies the provider's components to c as described in the
@@ -180,6 +295,11 @@ func Install(ctx context.Context, c client.Client, o Options, now time.Time) (Re
 	}
 	if err := record(ctx, c, res.Namespace, o.Name, short, typ, o.Version); err != nil {
 		return res, err
+	}
+	if sa, found, _ := managerServiceAccount(objs); found {
+		if err := writeKubeconfig(ctx, c, o, sa, &res); err != nil {
+			return res, err
+		}
 	}
 	return res, nil
 }

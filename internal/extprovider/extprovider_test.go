@@ -18,10 +18,12 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterctlv1 "capstan.dev/capstan/api/clusterctl/v1alpha3"
@@ -54,15 +56,16 @@ func TestInstallPointsWebhooksAtTheLocalProcess(t *testing.T) {
 	o := extprovider.Options{
 		Name: "infrastructure-widget", Version: "v1.2.3", Components: "testdata/components.yaml",
 		Dir: t.TempDir(), WebhookPort: freePort(t),
-		Lookup: func(k string) (string, bool) { v, ok := vars[k]; return v, ok },
+		Lookup:    func(k string) (string, bool) { v, ok := vars[k]; return v, ok },
+		APIServer: env.Config,
 	}
 	res, err := extprovider.Install(ctx, c, o, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantSkipped := []string{"Service " + ns + "/webhook-service", "Deployment " + ns + "/controller-manager", "Certificate " + ns + "/serving-cert"}
-	if !slices.Equal(res.Skipped, wantSkipped) || len(res.Applied) != 4 || res.Namespace != ns || res.Type != "InfrastructureProvider" {
-		t.Errorf("result %+v; want 4 applied, skipped %v, namespace %s", res, wantSkipped, ns)
+	if !slices.Equal(res.Skipped, wantSkipped) || len(res.Applied) != 8 || res.Namespace != ns || res.Type != "InfrastructureProvider" {
+		t.Errorf("result %+v; want 8 applied, skipped %v, namespace %s", res, wantSkipped, ns)
 	}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "controller-manager"}, &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the Deployment was applied: %v", err)
@@ -147,6 +150,93 @@ func TestInstallPointsWebhooksAtTheLocalProcess(t *testing.T) {
 	leaf, _ := x509.ParseCertificate(serving.Certificate[0])
 	if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, DNSName: "127.0.0.1"}); err != nil {
 		t.Errorf("the serving certificate does not verify against the CA bundle: %v", err)
+	}
+}
+
+// The manager runs with its own ServiceAccount's kubeconfig, not the
+// admin's: the real API server lets it do what the provider's RBAC says
+// (widgets, Secrets in its namespace) and refuses Secrets anywhere else.
+func TestInstallWritesTheManagersOwnKubeconfig(t *testing.T) {
+	ctx := context.Background()
+	c := env.Client
+	ns := "sa-widgets-" + strings.ToLower(fmt.Sprint(time.Now().UnixNano()%100000))
+	vars := map[string]string{"TEST_NAMESPACE": ns}
+	o := extprovider.Options{
+		Name: "infrastructure-widget", Version: "v1.2.3", Components: "testdata/components.yaml",
+		Dir: t.TempDir(), WebhookPort: freePort(t), APIServer: env.Config,
+		Lookup: func(k string) (string, bool) { v, ok := vars[k]; return v, ok },
+	}
+	res, err := extprovider.Install(ctx, c, o, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Kubeconfig != filepath.Join(o.Dir, "kubeconfig") || res.ServiceAccount != ns+"/manager" {
+		t.Fatalf("kubeconfig %q for %q; want %s for %s/manager", res.Kubeconfig, res.ServiceAccount, filepath.Join(o.Dir, "kubeconfig"), ns)
+	}
+	if left := time.Until(res.TokenExpires); left < 300*24*time.Hour || left > extprovider.TokenLifetime+time.Hour {
+		t.Errorf("the token expires in %v; want about %v", left, extprovider.TokenLifetime)
+	}
+	for _, f := range []string{res.Kubeconfig, res.TokenFile} {
+		if fi, err := os.Stat(f); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v, mode %v; want 0600", f, err, fi)
+		}
+	}
+	raw, _ := os.ReadFile(res.Kubeconfig)
+	if strings.Contains(string(raw), "client-key") || strings.Contains(string(raw), "client-certificate") {
+		t.Errorf("the provider's kubeconfig carries the admin's credentials:\n%s", raw)
+	}
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", res.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: ns + "-not-yours"}, StringData: map[string]string{"k": "v"}}
+	if err := c.Create(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(ctx, other) })
+
+	widgets := &unstructured.UnstructuredList{}
+	widgets.SetAPIVersion("example.capstan.dev/v1")
+	widgets.SetKind("WidgetList")
+	if err := pc.List(ctx, widgets); err != nil {
+		t.Errorf("the provider may list widgets, its RBAC says: %v", err)
+	}
+	if err := pc.List(ctx, &corev1.SecretList{}, client.InNamespace(ns)); err != nil {
+		t.Errorf("the provider may list Secrets in %s, its RBAC says: %v", ns, err)
+	}
+	if err := pc.Get(ctx, client.ObjectKeyFromObject(other), &corev1.Secret{}); !apierrors.IsForbidden(err) {
+		t.Errorf("reading a Secret in default: %v; want forbidden", err)
+	}
+	if err := pc.List(ctx, &corev1.SecretList{}); !apierrors.IsForbidden(err) {
+		t.Errorf("listing Secrets in every namespace: %v; want forbidden", err)
+	}
+	if err := pc.List(ctx, &corev1.SecretList{}, client.InNamespace("kube-system")); !apierrors.IsForbidden(err) {
+		t.Errorf("listing Secrets in kube-system: %v; want forbidden", err)
+	}
+
+	// Components without any ServiceAccount get no kubeconfig (and no
+	// fallback to the admin's); two without a Deployment are ambiguous.
+	crdOnly := filepath.Join(t.TempDir(), "crd.yaml")
+	if err := os.WriteFile(crdOnly, []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"-bare}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bare := o
+	bare.Name, bare.Components, bare.Dir = "infrastructure-bare", crdOnly, t.TempDir()
+	if res, err := extprovider.Install(ctx, c, bare, time.Now()); err != nil || res.Kubeconfig != "" {
+		t.Errorf("components without a ServiceAccount: kubeconfig %q, %v; want none and no error", res.Kubeconfig, err)
+	}
+	two := filepath.Join(t.TempDir(), "two.yaml")
+	if err := os.WriteFile(two, []byte("apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: a, namespace: x}\n---\napiVersion: v1\nkind: ServiceAccount\nmetadata: {name: b, namespace: x}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bare.Components = two
+	if _, err := extprovider.Check(bare); err == nil || !strings.Contains(err.Error(), "serviceAccountName") {
+		t.Errorf("two ServiceAccounts and no Deployment: %v; want an error naming serviceAccountName", err)
 	}
 }
 

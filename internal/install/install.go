@@ -396,7 +396,8 @@ func Delete(ctx context.Context, c client.Client, objs []client.Object, o Delete
 			ordered = append(ordered, obj)
 		}
 	}
-	// The webhook configurations the manager wrote for itself go with it.
+	// The webhook configurations go with the manager, also those of an
+	// installation older than the manifest that ships them.
 	ordered = append(ordered, webhook.Configurations()...)
 	for _, obj := range ordered {
 		if err := deleteObject(ctx, c, obj); err != nil {

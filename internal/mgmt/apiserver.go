@@ -21,7 +21,7 @@ func apiServerArgs(dir StateDir, ports Ports) []string {
 	p := dir.pki()
 	return []string{
 		"--etcd-servers=https://127.0.0.1:" + strconv.Itoa(ports.EtcdClient),
-		"--etcd-cafile=" + p.caCert(),
+		"--etcd-cafile=" + p.etcdCACert(),
 		"--etcd-certfile=" + p.certFile(etcdClient),
 		"--etcd-keyfile=" + p.keyFile(etcdClient),
 		"--bind-address=127.0.0.1",

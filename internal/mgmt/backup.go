@@ -27,15 +27,15 @@ const etcdSnapshotFile = "etcd.db"
 
 // notBackedUp are the state directory's entries a backup leaves out: the
 // etcd data (the snapshot stands for it), the local provider's machines,
-// what a start writes afresh (ports, run file, kubeconfig, log, lock) and
-// scheduled backups. Everything else (the CA and keys under pki/, and
+// what a start writes afresh (ports, run file, kubeconfig, log, lock, the
+// console's URL with its token, stale once restored) and scheduled backups. Everything else (the CA and keys under pki/, and
 // whatever key a later version keeps there) goes into the backup, since
 // the stored objects are only usable with it: service account tokens are
 // signed with its key.
 var notBackedUp = map[string]bool{
 	"etcd": true, "local": true, "backups": true, "apiserver": true,
 	"capstan.lock": true, "run.json": true, "ports.json": true, "kubeconfig": true,
-	"capstan.log": true, "capstan.log.1": true,
+	"capstan.log": true, "capstan.log.1": true, "console.json": true,
 }
 
 // BackupDir is where `capstan up --backup-every` writes by default.
@@ -60,6 +60,11 @@ func (d StateDir) Snapshot(ctx context.Context) (backup.Files, error) {
 			// Closing etcd right after its snapshot logs errors about
 			// its listeners closing; only a failure to start matters,
 			// and that is returned.
+			// A state directory from before the etcd CA is migrated
+			// first, as a start would (pki.ensureEtcd).
+			if err := d.pki().ensureEtcd(time.Now()); err != nil {
+				return nil, fmt.Errorf("preparing etcd's certificates in %s: %w", d.pki().dir, err)
+			}
 			e, err := startEtcd(ctx, d, ports, "fatal")
 			if err != nil {
 				return nil, fmt.Errorf("starting etcd to snapshot it: %w", err)
@@ -136,7 +141,7 @@ func (d StateDir) etcdSnapshot(ctx context.Context, ports Ports) ([]byte, error)
 // credentials.
 func (d StateDir) etcdClient(ports Ports) (*clientv3.Client, error) {
 	p := d.pki()
-	tlsCfg, err := transport.TLSInfo{CertFile: p.certFile(etcdClient), KeyFile: p.keyFile(etcdClient), TrustedCAFile: p.caCert()}.ClientConfig()
+	tlsCfg, err := transport.TLSInfo{CertFile: p.certFile(etcdClient), KeyFile: p.keyFile(etcdClient), TrustedCAFile: p.etcdCACert()}.ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("etcd client credentials in %s: %w", p.dir, err)
 	}
@@ -243,11 +248,13 @@ func (d StateDir) Restore(files backup.Files) (aside string, err error) {
 			continue
 		}
 		target := filepath.Join(string(d), filepath.FromSlash(name))
-		// Directories of the state hold keys: private, as pki/ is made.
-		if err := os.MkdirAll(filepath.Dir(target), 0o700); err != nil {
+		// The archive's modes are not trusted (a crafted one restored
+		// pki/ca.key 0777): the state's files and directories hold keys
+		// and are their owner's alone, whatever the archive says.
+		if err := privateDirs(string(d), filepath.Dir(target)); err != nil {
 			return "", err
 		}
-		if err := atomicfile.WriteFile(target, f.Data, f.Mode); err != nil {
+		if err := atomicfile.WriteFile(target, f.Data, 0o600); err != nil {
 			return "", fmt.Errorf("writing %s: %w", name, err)
 		}
 	}
@@ -262,4 +269,18 @@ func (d StateDir) Restore(files backup.Files) (aside string, err error) {
 	}
 	d.clearRunInfo()
 	return aside, nil
+}
+
+// privateDirs makes dir and every directory between it and root (root
+// excluded) exist with mode 0700, tightening those that exist.
+func privateDirs(root, dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	for ; dir != root && strings.HasPrefix(dir, root+string(filepath.Separator)); dir = filepath.Dir(dir) {
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return err
+		}
+	}
+	return nil
 }

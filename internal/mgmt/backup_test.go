@@ -10,9 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
 	"capstan.dev/capstan/internal/backup"
+	"capstan.dev/capstan/internal/certs"
+	"capstan.dev/capstan/internal/embedded"
 )
 
 // withEtcd runs f with a client of d's etcd, started for the purpose.
@@ -62,6 +66,10 @@ func TestSnapshotAndRestoreStateDir(t *testing.T) {
 	if err := d.pki().ensure(time.Now()); err != nil {
 		t.Fatal(err)
 	}
+	// The console's record holds its token, stale in a restored plane.
+	if err := os.WriteFile(filepath.Join(string(d), "console.json"), []byte(`{"url":"http://127.0.0.1:1/?token=x"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := d.Snapshot(ctx); err == nil || !strings.Contains(err.Error(), "no management plane") {
 		t.Errorf("snapshot of an empty directory: %v", err)
 	}
@@ -78,7 +86,7 @@ func TestSnapshotAndRestoreStateDir(t *testing.T) {
 		t.Errorf("the snapshot lacks the CA key (or its mode): %v", files["pki/ca.key"].Mode)
 	}
 	for name := range files {
-		if strings.HasPrefix(name, "etcd/") || name == "ports.json" || name == "capstan.lock" {
+		if strings.HasPrefix(name, "etcd/") || name == "ports.json" || name == "capstan.lock" || name == "console.json" {
 			t.Errorf("the snapshot holds %s", name)
 		}
 	}
@@ -141,4 +149,152 @@ func TestSnapshotAndRestoreStateDir(t *testing.T) {
 			t.Errorf("value after restoring over the plane %q, want the snapshot's", v)
 		}
 	})
+}
+
+// A crafted archive cannot make the restored state readable by others: it
+// claims 0777 for the CA key and a file in a new directory, and the
+// existing pki/ was left 0755; every file comes back 0600, every
+// directory 0700.
+func TestRestoreForcesPrivateModes(t *testing.T) {
+	ctx := context.Background()
+	d := StateDir(filepath.Join(t.TempDir(), "state"))
+	if err := d.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.pki().ensure(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	withEtcd(t, d, func(c *clientv3.Client) {
+		if _, err := c.Put(ctx, "/registry/kept", "v"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	files, err := d.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files["pki/ca.key"] = backup.File{Data: files["pki/ca.key"].Data, Mode: 0o777}
+	files["extra/deeper/note"] = backup.File{Data: []byte("x"), Mode: 0o666}
+	archive, err := backup.Encode(backup.Meta{Kind: backup.Etcd, Created: time.Now(), Source: "crafted"}, files, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, crafted, err := backup.Decode(archive, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if crafted["pki/ca.key"].Mode != 0o777 {
+		t.Fatalf("the crafted archive carries mode %v for pki/ca.key, want 0777: the test crafts nothing", crafted["pki/ca.key"].Mode)
+	}
+	if err := os.Chmod(filepath.Join(string(d), "pki"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Restore(crafted); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"pki/ca.key", "pki/ca.crt", "extra/deeper/note"} {
+		fi, err := os.Stat(filepath.Join(string(d), name))
+		if err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("restored %s: %v, %v; want mode 0600", name, fi.Mode(), err)
+		}
+	}
+	for _, name := range []string{"pki", "extra", "extra/deeper"} {
+		fi, err := os.Stat(filepath.Join(string(d), name))
+		if err != nil || fi.Mode().Perm() != 0o700 {
+			t.Errorf("restored directory %s: %v, %v; want mode 0700", name, fi.Mode(), err)
+		}
+	}
+}
+
+// A state directory from before the etcd CA (etcd's serving certificate
+// and the API server's client certificate signed by the plane's CA) is
+// migrated when the plane prepares its certificates: etcd's data is all
+// there afterwards, the plane's CA and the admin's certificate are kept,
+// and the admin's certificate no longer opens etcd.
+func TestOldStateDirMigratesToTheEtcdCAWithItsData(t *testing.T) {
+	ctx := context.Background()
+	d := StateDir(filepath.Join(t.TempDir(), "state"))
+	if err := d.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	p := d.pki()
+	now := time.Now()
+	if err := p.ensure(now); err != nil {
+		t.Fatal(err)
+	}
+	// The old layout: no etcd/ directory, both certificates of the plane's CA.
+	if err := os.RemoveAll(p.path("etcd")); err != nil {
+		t.Fatal(err)
+	}
+	ca, err := certs.Load(p.caCert(), p.caKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldServing := leaf{name: legacyEtcdServing, commonName: "capstan-etcd", server: true, client: true}
+	for _, l := range []leaf{oldServing, etcdClient} {
+		if err := p.ensureLeaf(l, ca, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ports, err := d.loadOrChoosePorts(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldTLS := transport.TLSInfo{CertFile: p.certFile(oldServing), KeyFile: p.keyFile(oldServing), TrustedCAFile: p.caCert(), ClientCertAuth: true}
+	e, err := embedded.StartEtcd(ctx, embedded.EtcdConfig{Name: etcdMemberName, Dir: d.etcdDir(),
+		ClientURL: loopbackURL("https", ports.EtcdClient), PeerURL: loopbackURL("https", ports.EtcdPeer),
+		ClientTLS: oldTLS, PeerTLS: oldTLS, LogLevel: "error"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldClient := etcdClientWith(t, ports, p.certFile(etcdClient), p.keyFile(etcdClient), p.caCert())
+	if _, err := oldClient.Put(ctx, "/registry/secrets/default/kept", "before the etcd CA"); err != nil {
+		t.Fatal(err)
+	}
+	oldClient.Close()
+	e.Close()
+
+	adminBefore, _ := os.ReadFile(p.certFile(adminClient))
+	caBefore, _ := os.ReadFile(p.caCert())
+	if err := p.ensure(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := os.ReadFile(p.caCert()); !bytes.Equal(after, caBefore) {
+		t.Error("the plane's CA was replaced")
+	}
+	if after, _ := os.ReadFile(p.certFile(adminClient)); !bytes.Equal(after, adminBefore) {
+		t.Error("the admin's certificate was replaced: kubeconfigs in use would break")
+	}
+	for _, f := range []string{p.certFile(oldServing), p.keyFile(oldServing)} {
+		if _, err := os.Stat(f); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the old etcd serving pair is still there: %s (%v)", f, err)
+		}
+	}
+	withEtcd(t, d, func(c *clientv3.Client) {
+		if got := value(t, c, "/registry/secrets/default/kept"); got != "before the etcd CA" {
+			t.Errorf("after the migration etcd holds %q, want the data written before it", got)
+		}
+		admin := etcdClientWith(t, ports, p.certFile(adminClient), p.keyFile(adminClient), p.etcdCACert())
+		defer admin.Close()
+		short, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		if _, err := admin.Get(short, "/registry/secrets/default/kept"); err == nil {
+			t.Error("the admin's certificate (the plane's CA) opens etcd")
+		}
+	})
+}
+
+// etcdClientWith is an etcd client of d's etcd with the given credentials.
+func etcdClientWith(t *testing.T, ports Ports, cert, key, ca string) *clientv3.Client {
+	t.Helper()
+	tlsCfg, err := transport.TLSInfo{CertFile: cert, KeyFile: key, TrustedCAFile: ca}.ClientConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := loopbackURL("https", ports.EtcdClient)
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{u.String()}, TLS: tlsCfg, DialTimeout: 3 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -70,7 +70,7 @@ func TestSecretsAreEncryptedAtRest(t *testing.T) {
 	if err := readJSON(dir.portsPath(), &ports); err != nil {
 		t.Fatal(err)
 	}
-	ca, err := certs.Load(dir.pki().caCert(), dir.pki().caKey())
+	ca, err := certs.Load(dir.pki().etcdCACert(), dir.pki().etcdCAKey())
 	if err != nil {
 		t.Fatal(err)
 	}

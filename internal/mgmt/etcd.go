@@ -16,14 +16,15 @@ import (
 const etcdMemberName = "capstan"
 
 // startEtcd runs a single-member etcd over TLS with client-certificate
-// authentication, so that nothing on the host but the API server can read
-// the objects (secrets included) it stores.
+// authentication by certificates of the etcd CA only, so that nothing on
+// the host but the API server can read the objects (secrets included) it
+// stores: not even a client certificate of the plane's own CA.
 func startEtcd(ctx context.Context, dir StateDir, ports Ports, logLevel string) (*embed.Etcd, error) {
 	p := dir.pki()
 	tls := transport.TLSInfo{
 		CertFile:       p.certFile(etcdServing),
 		KeyFile:        p.keyFile(etcdServing),
-		TrustedCAFile:  p.caCert(),
+		TrustedCAFile:  p.etcdCACert(),
 		ClientCertAuth: true,
 	}
 	return embedded.StartEtcd(ctx, embedded.EtcdConfig{

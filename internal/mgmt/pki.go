@@ -39,10 +39,13 @@ func (p pki) path(name string) string { return filepath.Join(p.dir, name) }
 
 func (p pki) caCert() string            { return p.path("ca.crt") }
 func (p pki) caKey() string             { return p.path("ca.key") }
+func (p pki) etcdCACert() string        { return p.path("etcd/ca.crt") }
+func (p pki) etcdCAKey() string         { return p.path("etcd/ca.key") }
 func (p pki) serviceAccountKey() string { return p.path("sa.key") }
 func (p pki) serviceAccountPub() string { return p.path("sa.pub") }
 
-// leaf names a certificate/key pair signed by the plane's CA.
+// leaf names a certificate/key pair signed by the plane's CA, or, for
+// etcd's own, by the etcd CA.
 type leaf struct {
 	name         string // file stem under pki/
 	commonName   string
@@ -53,9 +56,12 @@ type leaf struct {
 
 var (
 	apiServerServing = leaf{name: "apiserver", commonName: "capstan-apiserver", server: true}
-	etcdServing      = leaf{name: "etcd-server", commonName: "capstan-etcd", server: true, client: true}
-	etcdClient       = leaf{name: "apiserver-etcd-client", commonName: "capstan-apiserver-etcd-client", client: true}
-	adminClient      = leaf{name: "admin", commonName: "capstan-admin", organization: []string{"system:masters"}, client: true}
+	// etcd trusts its own CA only, as kubeadm lays it out (etcd/ca.crt,
+	// etcd/server.crt, apiserver-etcd-client.crt): a client certificate
+	// of the plane's CA (the admin's, the controllers') does not open etcd.
+	etcdServing = leaf{name: "etcd/server", commonName: "capstan-etcd", server: true, client: true}
+	etcdClient  = leaf{name: "apiserver-etcd-client", commonName: "capstan-apiserver-etcd-client", client: true}
+	adminClient = leaf{name: "admin", commonName: "capstan-admin", organization: []string{"system:masters"}, client: true}
 	// The API server's identity towards kubelets, for port-forward, logs
 	// and exec to Pods of nodes that register with the plane (the plane
 	// stands in for a workload cluster in tests).
@@ -75,14 +81,17 @@ func (p pki) ensure(now time.Time) error {
 	if err := os.MkdirAll(p.dir, 0o700); err != nil {
 		return err
 	}
-	ca, err := p.ensureCA(now)
+	ca, err := p.ensureCA(p.caCert(), p.caKey(), "capstan-management-ca", now)
 	if err != nil {
 		return err
 	}
-	for _, l := range []leaf{apiServerServing, etcdServing, etcdClient, adminClient, controllersClient, kubeletClient} {
+	for _, l := range []leaf{apiServerServing, adminClient, controllersClient, kubeletClient} {
 		if err := p.ensureLeaf(l, ca, now); err != nil {
 			return fmt.Errorf("certificate %s: %w", l.name, err)
 		}
+	}
+	if err := p.ensureEtcd(now); err != nil {
+		return err
 	}
 	if err := p.ensureServiceAccountKey(); err != nil {
 		return err
@@ -90,21 +99,49 @@ func (p pki) ensure(now time.Time) error {
 	return p.ensureEncryptionConfig()
 }
 
-func (p pki) ensureCA(now time.Time) (*certs.KeyPair, error) {
-	ca, err := certs.Load(p.caCert(), p.caKey())
+// legacyEtcdServing is where planes before the etcd CA kept etcd's serving
+// certificate, signed by the plane's CA.
+const legacyEtcdServing = "etcd-server"
+
+// ensureEtcd makes, or keeps, the etcd CA and the two certificates signed
+// by it: etcd's serving one and the API server's client one. A state
+// directory made before the etcd CA existed is migrated here, at start,
+// before etcd runs: the etcd CA is made, both certificates are issued by
+// it (the old ones do not verify against it), and the old serving pair is
+// removed. etcd's data is not touched; only who may open it changes.
+func (p pki) ensureEtcd(now time.Time) error {
+	ca, err := p.ensureCA(p.etcdCACert(), p.etcdCAKey(), "capstan-etcd-ca", now)
+	if err != nil {
+		return err
+	}
+	for _, l := range []leaf{etcdServing, etcdClient} {
+		if err := p.ensureLeaf(l, ca, now); err != nil {
+			return fmt.Errorf("certificate %s: %w", l.name, err)
+		}
+	}
+	for _, f := range []string{p.path(legacyEtcdServing + ".crt"), p.path(legacyEtcdServing + ".key")} {
+		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p pki) ensureCA(certFile, keyFile, commonName string, now time.Time) (*certs.KeyPair, error) {
+	ca, err := certs.Load(certFile, keyFile)
 	if err == nil {
 		if ca.ValidFor(now, renewBefore) {
 			return ca, nil
 		}
-		return nil, fmt.Errorf("the management plane's CA %s expires on %s; move the state directory aside and start afresh", p.caCert(), ca.Cert.NotAfter.Format(time.DateOnly))
+		return nil, fmt.Errorf("the management plane's CA %s expires on %s; move the state directory aside and start afresh", certFile, ca.Cert.NotAfter.Format(time.DateOnly))
 	}
 	if !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("reading the CA: %w", err)
+		return nil, fmt.Errorf("reading the CA %s: %w", certFile, err)
 	}
-	if ca, err = certs.NewCA("capstan-management-ca", keyAlgorithm, now, caLifetime); err != nil {
+	if ca, err = certs.NewCA(commonName, keyAlgorithm, now, caLifetime); err != nil {
 		return nil, err
 	}
-	return ca, ca.Write(p.caCert(), p.caKey())
+	return ca, ca.Write(certFile, keyFile)
 }
 
 func (p pki) ensureLeaf(l leaf, ca *certs.KeyPair, now time.Time) error {

@@ -108,3 +108,44 @@ func TestPKIReplacesAHalfWrittenPair(t *testing.T) {
 		t.Errorf("pair not repaired: %v", err)
 	}
 }
+
+// etcd has a CA of its own, as kubeadm lays it out: etcd's serving
+// certificate and the API server's etcd client certificate are signed by
+// it, and no certificate of the plane's CA (the admin's) verifies against
+// it.
+func TestEtcdHasACAOfItsOwn(t *testing.T) {
+	p := pki{dir: t.TempDir()}
+	if err := p.ensure(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	plane, etcd := x509.NewCertPool(), x509.NewCertPool()
+	plane.AddCert(readCert(t, p.caCert()))
+	etcdCA := readCert(t, p.etcdCACert())
+	etcd.AddCert(etcdCA)
+	if bytes.Equal(etcdCA.Raw, readCert(t, p.caCert()).Raw) || etcdCA.Subject.CommonName == "capstan-management-ca" {
+		t.Fatalf("etcd's CA is the plane's CA")
+	}
+	client := []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	for _, l := range []leaf{etcdServing, etcdClient} {
+		c := readCert(t, p.certFile(l))
+		if _, err := c.Verify(x509.VerifyOptions{Roots: etcd, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err != nil {
+			t.Errorf("%s does not verify against the etcd CA: %v", l.name, err)
+		}
+		if _, err := c.Verify(x509.VerifyOptions{Roots: plane, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err == nil {
+			t.Errorf("%s verifies against the plane's CA", l.name)
+		}
+	}
+	for _, l := range []leaf{adminClient, controllersClient, kubeletClient} {
+		if _, err := readCert(t, p.certFile(l)).Verify(x509.VerifyOptions{Roots: etcd, KeyUsages: client}); err == nil {
+			t.Errorf("the %s certificate would open etcd", l.name)
+		}
+	}
+	for _, f := range []string{p.etcdCAKey(), p.keyFile(etcdServing), p.keyFile(etcdClient)} {
+		if fi, err := os.Stat(f); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v, mode %v; want 0600", f, err, fi)
+		}
+	}
+	if fi, err := os.Stat(p.path("etcd")); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("pki/etcd: %v, mode %v; want 0700", err, fi)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"capstan.dev/capstan/internal/atomicfile"
@@ -15,7 +16,9 @@ import (
 
 // DefaultStateDir is where the plane keeps its state when the user names no
 // directory: $CAPSTAN_STATE_DIR, else $XDG_STATE_HOME/capstan, else
-// ~/.local/state/capstan.
+// ~/.local/state/capstan; "" when none of them is set. There is no shared
+// fallback: a predictable directory in /tmp could be made by another user
+// first.
 func DefaultStateDir() string {
 	if d := os.Getenv("CAPSTAN_STATE_DIR"); d != "" {
 		return d
@@ -26,7 +29,7 @@ func DefaultStateDir() string {
 	if home, err := os.UserHomeDir(); err == nil {
 		return filepath.Join(home, ".local", "state", "capstan")
 	}
-	return filepath.Join(os.TempDir(), "capstan-state")
+	return ""
 }
 
 // StateDir is the directory that holds one management plane's state.
@@ -74,8 +77,14 @@ type RunInfo struct {
 // so that the failure is reported up front with the path and the fix instead
 // of half-way through start-up.
 func (d StateDir) Prepare() error {
+	if d == "" {
+		return errors.New("no state directory: pass --state-dir DIR")
+	}
 	if err := os.MkdirAll(string(d), 0o700); err != nil {
 		return fmt.Errorf("cannot create state directory %s: %w; choose a writable one with --state-dir", d, err)
+	}
+	if err := d.checkPrivate(); err != nil {
+		return err
 	}
 	probe, err := os.CreateTemp(string(d), ".write-probe-*")
 	if err != nil {
@@ -83,6 +92,30 @@ func (d StateDir) Prepare() error {
 	}
 	probe.Close()
 	return os.Remove(probe.Name())
+}
+
+// checkPrivate refuses a state directory that is a symbolic link or
+// belongs to another user, and makes it 0700 when it is more open: it holds
+// the plane's keys, and one made by an older version, by hand or by someone
+// else could be read or swapped by others.
+func (d StateDir) checkPrivate() error {
+	fi, err := os.Lstat(string(d))
+	if err != nil {
+		return err
+	}
+	if fi.Mode()&os.ModeSymlink != 0 {
+		target, _ := filepath.EvalSymlinks(string(d))
+		return fmt.Errorf("state directory %s is a symbolic link (to %s): pass the real directory with --state-dir", d, target)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
+		return fmt.Errorf("state directory %s belongs to user %d, not to you (%d): choose a directory of your own with --state-dir", d, st.Uid, os.Getuid())
+	}
+	if fi.Mode().Perm() != 0o700 {
+		if err := os.Chmod(string(d), 0o700); err != nil {
+			return fmt.Errorf("making state directory %s private (0700): %w", d, err)
+		}
+	}
+	return nil
 }
 
 // Lock is an exclusive hold on a state directory: a lockfile lock, the same

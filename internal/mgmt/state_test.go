@@ -74,3 +74,59 @@ func TestPrepareNamesTheDirectoryAndTheFix(t *testing.T) {
 		t.Fatalf("Prepare() = %v", err)
 	}
 }
+
+// A state directory left open (by an older version, or by hand) is made
+// 0700; a symbolic link or another user's directory is refused by name,
+// with the fix.
+func TestPrepareKeepsTheStateDirectoryPrivate(t *testing.T) {
+	open := StateDir(filepath.Join(t.TempDir(), "open"))
+	if err := os.Mkdir(string(open), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(string(open), 0o777); err != nil { // past the umask
+		t.Fatal(err)
+	}
+	if err := open.Prepare(); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(string(open)); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("prepared state directory: %v, %v; want mode 0700", fi.Mode(), err)
+	}
+
+	link := StateDir(filepath.Join(t.TempDir(), "link"))
+	if err := os.Symlink(string(open), string(link)); err != nil {
+		t.Fatal(err)
+	}
+	if err := link.Prepare(); err == nil || !strings.Contains(err.Error(), "symbolic link") || !strings.Contains(err.Error(), "--state-dir") {
+		t.Errorf("Prepare of a symbolic link = %v; want a refusal naming it and --state-dir", err)
+	}
+
+	if os.Getuid() != 0 {
+		t.Log("not root: cannot make a directory of another user to check the owner")
+		return
+	}
+	other := StateDir(filepath.Join(t.TempDir(), "other"))
+	if err := os.Mkdir(string(other), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(string(other), 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Prepare(); err == nil || !strings.Contains(err.Error(), "belongs to user 65534") || !strings.Contains(err.Error(), "--state-dir") {
+		t.Errorf("Prepare of another user's directory = %v; want a refusal naming the owner and --state-dir", err)
+	}
+}
+
+// Without $CAPSTAN_STATE_DIR, $XDG_STATE_HOME and $HOME there is no default
+// state directory (no guessable one in /tmp), and an empty one is refused.
+func TestNoSharedDefaultStateDir(t *testing.T) {
+	t.Setenv("CAPSTAN_STATE_DIR", "")
+	t.Setenv("XDG_STATE_HOME", "")
+	t.Setenv("HOME", "")
+	if d := DefaultStateDir(); d != "" {
+		t.Errorf("DefaultStateDir() = %q without a home; want none", d)
+	}
+	if err := StateDir("").Prepare(); err == nil || !strings.Contains(err.Error(), "--state-dir") {
+		t.Errorf("Prepare of no directory = %v; want a refusal naming --state-dir", err)
+	}
+}

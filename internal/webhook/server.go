@@ -101,9 +101,9 @@ func (s *Server) NeedLeaderElection() bool { return false }
 // serves until ctx ends, renewing the certificate when it is due.
 func (s *Server) Start(ctx context.Context) error {
 	log := ctrl.LoggerFrom(ctx).WithName("webhook")
-	ln, err := net.Listen("tcp", s.opts.BindAddress)
+	ln, err := s.listen()
 	if err != nil {
-		return fmt.Errorf("webhook: listening on %s: %w", s.opts.BindAddress, err)
+		return err
 	}
 	defer ln.Close()
 	if err := s.setEndpoint(ln.Addr().(*net.TCPAddr)); err != nil {
@@ -170,6 +170,28 @@ func (s *Server) Start(ctx context.Context) error {
 			timer.Reset(time.Until(next))
 		}
 	}
+}
+
+// listen opens the server's port. Without a Service the configurations
+// send the API server to 127.0.0.1, so an address without a host or with
+// an unspecified one (":9443", "0.0.0.0:9443") binds loopback only: no
+// other host has a reason to reach the server, and none may.
+func (s *Server) listen() (net.Listener, error) {
+	addr := s.opts.BindAddress
+	if s.opts.Service == "" {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, fmt.Errorf("webhook: --webhook-bind-address %q is not host:port (e.g. 127.0.0.1:9443): %w", addr, err)
+		}
+		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+			addr = net.JoinHostPort("127.0.0.1", port)
+		}
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("webhook: listening on %s: %w", addr, err)
+	}
+	return ln, nil
 }
 
 // setEndpoint learns how the API server reaches the server, and which names

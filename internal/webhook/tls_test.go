@@ -3,6 +3,7 @@ package webhook
 import (
 	"crypto/x509"
 	"net"
+	"strings"
 	"testing"
 	"time"
 )
@@ -144,5 +145,35 @@ func TestRenewedAuthorityKeepsThePreviousInTheBundle(t *testing.T) {
 	back := parseMaterial(data)
 	if back.ca == nil || back.serving == nil || !back.serving.Cert.Equal(m2.serving.Cert) || len(back.previous) != 1 {
 		t.Fatalf("stored material does not read back: %+v", back)
+	}
+}
+
+// Without a Service the API server is sent to 127.0.0.1, so an address
+// that names no host, or every interface, binds loopback only; with a
+// Service the address is kept as given.
+func TestListenBindsLoopbackWithoutAService(t *testing.T) {
+	for _, bind := range []string{":0", "0.0.0.0:0", "[::]:0"} {
+		s := &Server{opts: Options{BindAddress: bind}}
+		ln, err := s.listen()
+		if err != nil {
+			t.Fatalf("%s: %v", bind, err)
+		}
+		ip := ln.Addr().(*net.TCPAddr).IP
+		ln.Close()
+		if !ip.Equal(net.IPv4(127, 0, 0, 1)) {
+			t.Errorf("--webhook-bind-address=%s without a Service listens on %s, want 127.0.0.1", bind, ip)
+		}
+	}
+	s := &Server{opts: Options{BindAddress: ":0", Service: "capstan-webhook-service"}}
+	ln, err := s.listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if ip := ln.Addr().(*net.TCPAddr).IP; !ip.IsUnspecified() {
+		t.Errorf("with a Service, :0 listens on %s, want every interface", ip)
+	}
+	if _, err := (&Server{opts: Options{BindAddress: "9443"}}).listen(); err == nil || !strings.Contains(err.Error(), "--webhook-bind-address") {
+		t.Errorf("a bind address without a port: %v, want an error naming --webhook-bind-address", err)
 	}
 }

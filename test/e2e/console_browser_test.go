@@ -76,6 +76,16 @@ func TestConsoleInBrowser(t *testing.T) {
 		admin.waitFor("the three clusters listed", 20*time.Second,
 			`document.querySelectorAll('[data-testid=fleet] tr[data-cluster]').length === 3`,
 			`[...document.querySelectorAll('tr[data-cluster]')].map(r => r.dataset.cluster).join(', ')`)
+		// The page took the token out of its address once it signed in,
+		// and the URL it came in cannot sign in again.
+		if href := eval[string](admin, `location.href`); strings.Contains(href, "token") {
+			t.Errorf("the address bar still holds the token: %s", redactToken(href))
+		}
+		again := fmt.Sprintf(`fetch('/api/login', {method: 'POST', headers: {'Content-Type': 'application/json'},
+			body: JSON.stringify({token: %s})}).then(r => r.status)`, jsString(strings.SplitN(url, "#token=", 2)[1]))
+		if status, err := chromedp.Run(admin.ctx, chromedp.Evaluate[float64](again, chromedp.EvalAwaitPromise)); err != nil || status != 401 {
+			t.Errorf("signing in again with the used URL: %v %v, want 401", status, err)
+		}
 		for _, name := range []string{"web-a", "web-b"} {
 			row := fmt.Sprintf(`tr[data-cluster="default/%s"]`, name)
 			admin.waitFor(name+" Available with 1/1 control plane and workers", 4*time.Minute,

@@ -23,23 +23,25 @@ import (
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 )
 
-var consoleURL = regexp.MustCompile(`http://127\.0\.0\.1:[0-9]+/\?token=[0-9a-f]+`)
+var consoleURL = regexp.MustCompile(`http://127\.0\.0\.1:[0-9]+/#token=[0-9a-f]+`)
 
-// signIn opens the console URL as a browser does and returns the API's
-// base address and a client holding the session cookie.
+// signIn does what the console's page does with the URL it was opened at:
+// it posts the token of the URL's fragment to /api/login. It returns the
+// API's base address and a client holding the session cookie.
 func signIn(t *testing.T, url string) (string, *http.Client) {
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
 	c := &http.Client{Jar: jar, Timeout: 30 * time.Second}
-	resp, err := c.Get(url)
+	base, token, _ := strings.Cut(url, "/#token=")
+	resp, err := c.Post(base+"/api/login", "application/json", strings.NewReader(`{"token":"`+token+`"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("opening %s: %d", url, resp.StatusCode)
+		t.Fatalf("signing in with %s: %d", url, resp.StatusCode)
 	}
-	return strings.SplitN(url, "/?", 2)[0], c
+	return base, c
 }
 
 func getJSON(t *testing.T, c *http.Client, url string, into any) {
@@ -157,6 +159,10 @@ func TestConsoleUI(t *testing.T) {
 		getJSON(t, c, base+"/api/session", &session)
 		if session["csrfToken"] == "" {
 			t.Errorf("the plane's console session: %v", session)
+		}
+		// The URL signed in once; status shows the next one.
+		if _, status := p.running(); strings.Contains(status, url) || !consoleURL.MatchString(status) {
+			t.Errorf("after signing in, status still shows the used URL %s, or none:\n%s", url, status)
 		}
 		// The plane's console starts watching when first asked.
 		var fleet struct {

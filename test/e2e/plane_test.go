@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"net"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/certs"
 )
 
 // seed creates a namespace, a Cluster, a Machine and a Secret, and returns
@@ -115,6 +118,59 @@ func TestDownUpKeepsEveryObject(t *testing.T) {
 	}
 	p.up()
 	expectKept(t, p.client(), objs)
+}
+
+// A state directory from before the plane's etcd had a CA of its own
+// (etcd's serving and the API server's etcd client certificates signed by
+// the plane's CA, no pki/etcd/) starts with every object kept: the plane
+// migrates it to the etcd CA, and the admin's kubeconfig still works.
+func TestStateDirFromBeforeTheEtcdCAStartsWithItsObjects(t *testing.T) {
+	p := newPlane(t)
+	p.up()
+	objs := seed(t, p.client())
+	p.down()
+
+	pki := filepath.Join(p.dir, "pki")
+	ca, err := certs.Load(filepath.Join(pki, "ca.crt"), filepath.Join(pki, "ca.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(pki, "etcd")); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for name, req := range map[string]certs.Request{
+		"etcd-server": {CommonName: "capstan-etcd", Server: true, Client: true, DNSNames: []string{"localhost"},
+			IPs: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}},
+		"apiserver-etcd-client": {CommonName: "capstan-apiserver-etcd-client", Client: true},
+	} {
+		req.Lifetime, req.KeyAlgorithm = 24*time.Hour, certs.ECDSAP256
+		kp, err := ca.Issue(req, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := kp.Write(filepath.Join(pki, name+".crt"), filepath.Join(pki, name+".key")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kubeconfigBefore, _ := os.ReadFile(filepath.Join(p.dir, "kubeconfig"))
+
+	p.up()
+	expectKept(t, p.client(), objs)
+	etcdCA, err := certs.Load(filepath.Join(pki, "etcd", "ca.crt"), filepath.Join(pki, "etcd", "ca.key"))
+	if err != nil {
+		t.Fatalf("the plane did not make its etcd CA: %v", err)
+	}
+	client, err := certs.Load(filepath.Join(pki, "apiserver-etcd-client.crt"), filepath.Join(pki, "apiserver-etcd-client.key"))
+	if err != nil || client.Cert.CheckSignatureFrom(etcdCA.Cert) != nil {
+		t.Errorf("the API server's etcd client certificate is not the etcd CA's (%v)", err)
+	}
+	if _, err := os.Stat(filepath.Join(pki, "etcd-server.key")); !os.IsNotExist(err) {
+		t.Errorf("the old etcd serving key is still there (%v)", err)
+	}
+	if after, _ := os.ReadFile(filepath.Join(p.dir, "kubeconfig")); !bytes.Equal(after, kubeconfigBefore) {
+		t.Error("the admin's kubeconfig changed across the migration")
+	}
 }
 
 func TestKilledInstanceRecovers(t *testing.T) {

@@ -11,6 +11,23 @@ export class APIError extends Error {
   }
 }
 
+// signInFromURL exchanges the access token of the page's address (its
+// fragment, #token=..., which the browser never sent to the server) for a
+// session cookie, once: the token is first removed from the address and
+// from this page's history entry, and the server replaces it on use.
+export async function signInFromURL() {
+  const m = /^#token=([0-9a-f]+)$/.exec(window.location.hash);
+  if (!m) return;
+  history.replaceState(null, '', window.location.pathname);
+  const res = await fetch('/api/login', {
+    method: 'POST',
+    credentials: 'same-origin',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ token: m[1] }),
+  });
+  if (!res.ok) throw await failure(res);
+}
+
 // session reads who the console acts as and keeps the CSRF token.
 export async function session() {
   const s = await getJSON('/api/session');
@@ -61,7 +78,7 @@ async function failure(res) {
     // the body is lost; the status line below still says what happened
   }
   if (res.status === 401 && !message) {
-    message = 'the session has expired: open the address `capstan ui` printed again';
+    message = 'not signed in, or the session ended: open the console\'s current address (capstan status prints the plane\'s)';
   }
   return new APIError(message || `${res.status} ${res.statusText}`, res.status, code);
 }

@@ -2,7 +2,7 @@
 // #/clusters/NS/NAME a cluster), follows the server's event stream and runs
 // the confirmed actions.
 
-import { session, getJSON, post, postJSON, clusterPath } from './api.js';
+import { session, signInFromURL, getJSON, post, postJSON, clusterPath } from './api.js';
 import { Fleet, key } from './fleet.js';
 import { renderCluster } from './cluster.js';
 import { el, replace } from './dom.js';
@@ -285,6 +285,17 @@ document.addEventListener('keydown', (e) => {
 });
 
 async function start() {
+  try {
+    await signInFromURL();
+  } catch (err) {
+    // A used address in a browser that is still signed in changes nothing.
+    try {
+      await session();
+    } catch {
+      showError(`Cannot sign in: ${err.message}`);
+      return;
+    }
+  }
   // The list does not wait for the session: only actions need its token.
   fleetLoaded = loadFleet();
   try {

@@ -74,7 +74,8 @@ func createClusterWith(t *testing.T, ns string, replicas int32, kubeconfig *core
 	t.Helper()
 	ctx := context.Background()
 	c := planes.Mgmt.Client
-	pki := filepath.Join(planes.Workload.StateDir, "pki")
+	// The cluster's etcd CA is the workload plane's: its etcd trusts no other.
+	pki := filepath.Join(planes.Workload.StateDir, "pki", "etcd")
 	caCert, err := os.ReadFile(filepath.Join(pki, "ca.crt"))
 	if err != nil {
 		t.Fatal(err)

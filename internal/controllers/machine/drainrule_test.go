@@ -3,8 +3,6 @@ package machine_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,18 +16,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
-	"capstan.dev/capstan/internal/deploy"
 	"capstan.dev/capstan/internal/node/kubelet"
 	"capstan.dev/capstan/test/fixture"
 )
 
-// podOnNode is a pod bound to node. With a script, it is of Capstan's image
-// and the kubelet runs the script with /bin/sh in the pod's directory;
-// without, the kubelet only simulates it (running at once, gone as soon as
-// it is deleted).
-func podOnNode(ns, name, node string, labels map[string]string, policy corev1.RestartPolicy, script string) *corev1.Pod {
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
+// holdTermination is a finalizer the test puts on a pod to keep it
+// terminating after the kubelet has stopped it, as an application still
+// finishing its requests would, until the test removes it.
+const holdTermination = "test.capstan.dev/hold-termination"
+
+// podOnNode is a pod bound to node, which the kubelet simulates: running at
+// once, gone as soon as it is deleted unless a finalizer holds it.
+func podOnNode(ns, name, node string, labels map[string]string, policy corev1.RestartPolicy, finalizers ...string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels, Finalizers: finalizers},
 		Spec: corev1.PodSpec{
 			NodeName:                      node,
 			RestartPolicy:                 policy,
@@ -37,17 +37,19 @@ func podOnNode(ns, name, node string, labels map[string]string, policy corev1.Re
 			Containers:                    []corev1.Container{{Name: "main", Image: "registry.k8s.io/pause:3.10"}},
 		},
 	}
-	if script != "" {
-		pod.Spec.Containers[0].Image = deploy.Image("test")
-		pod.Spec.Containers[0].Command = []string{"/capstan"}
-		pod.Spec.Containers[0].Args = []string{"-c", script}
+}
+
+// releasePod removes the test's finalizer from a pod.
+func releasePod(t *testing.T, pod *corev1.Pod) {
+	t.Helper()
+	err := workloadEnv.Client.Patch(context.Background(), pod, client.RawPatch(types.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/finalizers"}]`)))
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
 	}
-	return pod
 }
 
 // TestDrainFollowsMachineDrainRules deletes a Machine whose Node is run by
-// the local provider's kubelet, with pods that are real processes, and
-// checks that the drain does what the MachineDrainRules of the Machine's
+// the local provider's kubelet, and checks that the drain does what the MachineDrainRules of the Machine's
 // namespace say: pods a rule skips stay, pods a WaitCompleted rule selects
 // are waited for and never evicted, pods of a higher order go only after
 // the lower ones are gone, and a rule for other Machines changes nothing.
@@ -63,8 +65,7 @@ func TestDrainFollowsMachineDrainRules(t *testing.T) {
 
 	nodeName := "drain-" + ns
 	providerID := "local://" + ns + "/m1"
-	root := t.TempDir()
-	fixture.StartKubelet(t, workloadEnv, kubelet.Options{NodeName: nodeName, ProviderID: providerID, RootDir: root, Executable: "/bin/sh"})
+	fixture.StartKubelet(t, workloadEnv, kubelet.Options{NodeName: nodeName, ProviderID: providerID})
 	runningMachine(t, cluster, "m1", providerID, nodeName, map[string]string{"pool": "gpu"}, nil)
 
 	// The workload's pods, in a namespace of their own.
@@ -75,17 +76,15 @@ func TestDrainFollowsMachineDrainRules(t *testing.T) {
 	if err := workloadEnv.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "default"}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	// web holds its termination until the test lets it go, as an
-	// application finishing its requests would; batch runs until told to
-	// finish, then completes.
-	web := podOnNode(ns, "web", nodeName, nil, corev1.RestartPolicyAlways,
-		`trap 'while [ ! -f release ]; do sleep 0.1; done; exit 0' TERM; while true; do sleep 0.1; done`)
-	batch := podOnNode(ns, "batch", nodeName, map[string]string{"app": "batch"}, corev1.RestartPolicyNever,
-		`while [ ! -f finish ]; do sleep 0.1; done; exit 0`)
-	db := podOnNode(ns, "db", nodeName, map[string]string{"tier": "storage"}, corev1.RestartPolicyAlways, "")
-	agent := podOnNode(ns, "agent", nodeName, map[string]string{"app": "agent"}, corev1.RestartPolicyAlways, "")
-	keep := podOnNode(ns, "keep", nodeName, map[string]string{clusterv1.PodDrainLabel: "skip"}, corev1.RestartPolicyAlways, "")
+	// web holds its termination until the test lets it go; batch runs
+	// until the test completes it.
+	web := podOnNode(ns, "web", nodeName, nil, corev1.RestartPolicyAlways, holdTermination)
+	batch := podOnNode(ns, "batch", nodeName, map[string]string{"app": "batch"}, corev1.RestartPolicyNever)
+	db := podOnNode(ns, "db", nodeName, map[string]string{"tier": "storage"}, corev1.RestartPolicyAlways)
+	agent := podOnNode(ns, "agent", nodeName, map[string]string{"app": "agent"}, corev1.RestartPolicyAlways)
+	keep := podOnNode(ns, "keep", nodeName, map[string]string{clusterv1.PodDrainLabel: "skip"}, corev1.RestartPolicyAlways)
 	fixture.Create(t, workloadEnv.Client, web, batch, db, agent, keep)
+	t.Cleanup(func() { releasePod(t, web) })
 	for _, pod := range []*corev1.Pod{web, batch, db, agent, keep} {
 		fixture.Eventually(t, "pod "+pod.Name+" running", 30*time.Second, func(ctx context.Context) string {
 			got := &corev1.Pod{}
@@ -95,10 +94,6 @@ func TestDrainFollowsMachineDrainRules(t *testing.T) {
 			return fixture.Unless(got.Status.Phase == corev1.PodRunning, "phase "+string(got.Status.Phase))
 		})
 	}
-	podDir := func(pod *corev1.Pod) string {
-		return filepath.Join(root, "var", "lib", "kubelet", "pods", string(pod.UID))
-	}
-
 	rule := func(name string, behavior clusterv1.MachineDrainRuleDrainBehavior, order *int32, machines []clusterv1.MachineDrainRuleMachineSelector, pods ...clusterv1.MachineDrainRulePodSelector) *clusterv1.MachineDrainRule {
 		return &clusterv1.MachineDrainRule{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
@@ -184,9 +179,7 @@ func TestDrainFollowsMachineDrainRules(t *testing.T) {
 
 	// web goes. db's group still waits: batch, which a WaitCompleted rule
 	// puts in group 0, has not completed.
-	if err := os.WriteFile(filepath.Join(podDir(web), "release"), nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	releasePod(t, web)
 	fixture.Eventually(t, "web gone", 30*time.Second, func(ctx context.Context) string {
 		return fixture.Unless(podState(ctx, web) == "gone", "web is "+podState(ctx, web))
 	})
@@ -201,9 +194,12 @@ func TestDrainFollowsMachineDrainRules(t *testing.T) {
 		return stillThere(ctx, db, batch, agent, keep)
 	})
 
-	// batch completes; db's group is evicted, then nothing holds the drain
-	// any more and the Machine goes.
-	if err := os.WriteFile(filepath.Join(podDir(batch), "finish"), nil, 0o600); err != nil {
+	// batch completes (its container exits 0, as its kubelet would report
+	// it); db's group is evicted, then nothing holds the drain any more and
+	// the Machine goes.
+	completed := []byte(`{"status":{"phase":"Succeeded","containerStatuses":[{"name":"main","image":"registry.k8s.io/pause:3.10","imageID":"","ready":false,` +
+		`"restartCount":0,"state":{"terminated":{"exitCode":0,"reason":"Completed"}}}]}}`)
+	if err := workloadEnv.Client.Status().Patch(ctx, batch, client.RawPatch(types.StrategicMergePatchType, completed)); err != nil {
 		t.Fatal(err)
 	}
 	fixture.Eventually(t, "db evicted", 30*time.Second, func(ctx context.Context) string {

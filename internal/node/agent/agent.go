@@ -57,8 +57,15 @@ func Run(ctx context.Context, opts Options) (err error) {
 			_ = rep.setStatus(func(s *machinedir.Status) { s.Phase, s.Message = machinedir.PhaseFailed, err.Error() })
 		}
 	}()
+	// Outside the provider's layout the machine still boots, but its
+	// kubelet cannot tell which manager it may run, so it runs none.
+	localDir, err := machinedir.ProviderDir(dir, m)
+	if err != nil {
+		opts.Log.Info("The kubelet will run no manager Pod", "reason", err.Error())
+	}
 	n, err := NewNode(NodeOptions{
 		Root:     filepath.Join(dir, machinedir.RootFS),
+		LocalDir: localDir,
 		Identity: Identity{Hostname: m.Hostname, ProviderID: m.ProviderID, Version: m.Version},
 		Report:   rep,
 		Log:      opts.Log.WithValues("machine", m.Machine, "cluster", m.Cluster),
@@ -112,21 +119,25 @@ func (a *agent) bootstrap(ctx context.Context, dir string) error {
 	for _, e := range rep.Entries {
 		switch e.Outcome {
 		case cloudinit.Skipped:
-			msg := e.Source + ": " + e.Action
-			if e.Detail != "" && !strings.Contains(e.Action, e.Detail) {
+			action := stepName(e)
+			msg := e.Source + ": " + action
+			if e.Detail != "" && !strings.Contains(action, e.Detail) {
 				msg += ": " + e.Detail
 			}
 			bs.Skipped = append(bs.Skipped, msg)
 			a.log.Info("Bootstrap step skipped", "source", e.Source, "reason", e.Detail)
 		case cloudinit.Failed:
-			bs.Failed = e.Source + ": " + e.Action
-			if e.Err != nil {
-				bs.Failed += ": " + e.Err.Error()
-			}
+			// The status (and from it the LocalMachine's conditions, which
+			// everyone who may read LocalMachines sees) names the step only;
+			// the error goes to the machine's own log.
+			bs.Failed = e.Source + ": " + stepName(e) + " failed; the machine's log has the error"
+			a.log.Error(e.Err, "Bootstrap step failed", "source", e.Source, "step", stepName(e))
 		}
 	}
-	a.log.V(1).Info("Bootstrap report", "report", rep.String())
 	a.setStatus(func(s *machinedir.Status) { s.Bootstrap = bs })
+	if bs.Failed != "" {
+		return fmt.Errorf("bootstrap failed at %s", bs.Failed)
+	}
 	if applyErr != nil {
 		return fmt.Errorf("bootstrap: %w", applyErr)
 	}
@@ -137,6 +148,27 @@ func (a *agent) bootstrap(ctx context.Context, dir string) error {
 		return errors.New("bootstrap did not complete")
 	}
 	return nil
+}
+
+// stepName names a bootstrap step without a command's arguments or a
+// file's content: the name reaches the LocalMachine's status, and a
+// command line may carry a token or a password. A command is named by its
+// program alone (past any VAR=value prefix).
+func stepName(e cloudinit.Entry) string {
+	cmd, ok := e.Step.(cloudinit.RunCommand)
+	if !ok {
+		return e.Action
+	}
+	words := cmd.Argv
+	if len(words) == 0 {
+		words = strings.Fields(cmd.Shell)
+	}
+	for _, w := range words {
+		if !strings.Contains(w, "=") {
+			return "run " + filepath.Base(w) + " (arguments not shown)"
+		}
+	}
+	return "run a command"
 }
 
 // dirReporter reports to the manager through the machine directory:

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
@@ -107,15 +108,49 @@ func readStatusMaybe(dir string) machinedir.Status {
 func TestRunFailedBootstrapReportsFailed(t *testing.T) {
 	dir := machineDir(t, "#cloud-config\nruncmd:\n- kubeadm join --config /run/kubeadm/missing.yaml\n- echo never > /run/never\n")
 	err := Run(context.Background(), Options{Dir: dir, Log: logr.Discard()})
-	if err == nil || !strings.Contains(err.Error(), "kubeadm join") {
+	if err == nil || !strings.Contains(err.Error(), "runcmd[0]: run kubeadm") {
 		t.Fatalf("Run = %v", err)
 	}
 	s := readStatus(t, dir)
-	if s.Phase != machinedir.PhaseFailed || !strings.Contains(s.Message, "missing.yaml") || s.Bootstrap == nil || !strings.Contains(s.Bootstrap.Failed, "runcmd[0]") {
+	if s.Phase != machinedir.PhaseFailed || !strings.Contains(s.Message, "runcmd[0]") || s.Bootstrap == nil || !strings.Contains(s.Bootstrap.Failed, "runcmd[0]") {
 		t.Errorf("status = %+v", s)
 	}
 	if _, err := os.Stat(filepath.Join(dir, machinedir.RootFS, "run/never")); !os.IsNotExist(err) {
 		t.Errorf("a command after the failure ran: %v", err)
+	}
+}
+
+// A failed command's text may carry a secret: what the machine reports (and
+// the LocalMachine's conditions show) names the step and its program only;
+// the error is in the machine's log, without the command's arguments.
+func TestFailedCommandTextStaysOutOfTheStatus(t *testing.T) {
+	const secret = "s3cr3t-token-value"
+	dir := machineDir(t, "#cloud-config\nwrite_files:\n- path: /etc/blocker\n  content: x\nruncmd:\n- [sh, -c, 'curl -H \"Authorization: Bearer "+secret+"\" https://example.invalid']\n- echo "+secret+" > /etc/blocker/x\n")
+	var logged strings.Builder
+	log := funcr.New(func(prefix, args string) { logged.WriteString(prefix + " " + args + "\n") }, funcr.Options{})
+	err := Run(context.Background(), Options{Dir: dir, Log: log})
+	if err == nil {
+		t.Fatal("Run succeeded; want the echo into a file under a file to fail")
+	}
+	s := readStatus(t, dir)
+	if s.Bootstrap == nil {
+		t.Fatalf("status without bootstrap: %+v", s)
+	}
+	if len(s.Bootstrap.Skipped) != 1 || !strings.HasPrefix(s.Bootstrap.Skipped[0], "runcmd[0]: run sh (arguments not shown)") {
+		t.Errorf("skipped %q; want runcmd[0], sh without its arguments", s.Bootstrap.Skipped)
+	}
+	reported := strings.Join(append([]string{err.Error(), s.Message, s.Bootstrap.Failed}, s.Bootstrap.Skipped...), "\n")
+	if strings.Contains(reported, secret) {
+		t.Errorf("the machine reports a command's text:\n%s", reported)
+	}
+	if want := "runcmd[1]: run echo (arguments not shown) failed"; !strings.HasPrefix(s.Bootstrap.Failed, want) || !strings.Contains(s.Message, want) {
+		t.Errorf("failed %q, message %q; want both to start with %q", s.Bootstrap.Failed, s.Message, want)
+	}
+	if strings.Contains(logged.String(), secret) {
+		t.Errorf("the machine's log holds the command's text:\n%s", logged.String())
+	}
+	if !strings.Contains(logged.String(), "Bootstrap step failed") || !strings.Contains(logged.String(), "not a directory") {
+		t.Errorf("the machine's log does not say why the step failed:\n%s", logged.String())
 	}
 }
 

@@ -411,8 +411,8 @@ func (a *agent) startKubelet(o kubelet.Options) {
 		o.KubeletVersion = a.st.Version
 	}
 	o.Address = "127.0.0.1"
-	// Pods of Capstan's own image run as processes under the machine's "/".
-	o.RootDir = a.root
+	// Capstan's manager Pod runs as a process under the machine's "/".
+	o.RootDir, o.LocalDir = a.root, a.localDir
 	o.Log = a.log.WithName("kubelet")
 	registered := make(chan struct{})
 	o.OnRegistered = sync.OnceFunc(func() { close(registered) })

@@ -51,7 +51,11 @@ type Network struct {
 type NodeOptions struct {
 	// Root is the machine's "/": a directory on the host for a local
 	// machine, "/" itself in a guest.
-	Root     string
+	Root string
+	// LocalDir is the local provider's directory the machine is one of;
+	// its kubelet runs Capstan's manager for that directory, and only it,
+	// as a process (kubelet.Options.LocalDir). Empty in a guest.
+	LocalDir string
 	Identity Identity
 	Network  Network
 	// Report receives the machine's status; nil reports nothing.
@@ -67,6 +71,7 @@ type Node struct{ a *agent }
 // agent is one run of a machine.
 type agent struct {
 	root     string
+	localDir string
 	id       Identity
 	net      Network
 	log      logr.Logger
@@ -101,7 +106,7 @@ func NewNode(o NodeOptions) (*Node, error) {
 		return nil, err
 	}
 	return &Node{a: &agent{
-		root: o.Root, id: o.Identity, net: o.Network, log: o.Log, reporter: o.Report, st: st,
+		root: o.Root, localDir: o.LocalDir, id: o.Identity, net: o.Network, log: o.Log, reporter: o.Report, st: st,
 		fatal: make(chan error, 4),
 	}}, nil
 }

@@ -37,15 +37,19 @@
 //     pod with restartPolicy Never or OnFailure runs until deleted. A pod
 //     being deleted (including by eviction) is confirmed at once by a
 //     delete with grace period 0, preconditioned on its UID.
-//   - Pods whose containers all run Capstan's own image
-//     (deploy.IsCapstanImage: ghcr.io/capstan-dev/capstan, any tag) run for
-//     real when Options.RootDir is set, so Capstan installed into a
-//     workload cluster (`capstan init`) really manages: each container is a
-//     process of this executable (the capstan binary) with the container's
-//     arguments (a command's first word, the binary, is dropped), its plain
-//     environment values and the cheap field references (metadata.name,
-//     namespace, uid, spec.nodeName, serviceAccountName, status.podIP,
-//     hostIP), KUBECONFIG, POD_NAMESPACE and POD_NAME. The kubeconfig, in
+//   - One Pod runs for real when Options.RootDir is set, so Capstan
+//     installed into a workload cluster (`capstan init --infrastructure
+//     local`) really manages: its manager exactly as installed for
+//     Options.LocalDir (deploy.CheckLocalManagerPod: namespace, owning
+//     ReplicaSet, service account, the one container, its arguments, no
+//     command, environment or working directory). Its container is a
+//     process of this executable (the capstan binary) with the installed
+//     arguments and an environment of PATH, HOME (the pod's directory),
+//     KUBECONFIG, POD_NAMESPACE and POD_NAME; nothing else of the host's.
+//     Any other Pod with a container of Capstan's image
+//     (deploy.IsCapstanImage) stays Pending, its containers waiting with
+//     reason HostProcessRefused and a message naming what differs, and
+//     nothing runs. The kubeconfig, in
 //     RootDir/var/lib/kubelet/pods/<uid>/ beside the process's working
 //     directory and <container>.log, names the node's API server endpoint
 //     and CA and a token file holding a service-account token the node

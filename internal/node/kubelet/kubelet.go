@@ -93,14 +93,20 @@ type Options struct {
 	// OnLeave runs when the Node is asked to leave the load balancer; the
 	// node answers once it returns nil.
 	OnLeave func(ctx context.Context) error
-	// RootDir is the machine's "/". When set, Pods whose containers all run
-	// Capstan's own image (deploy.IsCapstanImage) run for real, as
-	// processes of Executable, under RootDir/var/lib/kubelet/pods/<uid>/;
-	// other Pods are only reported as running.
+	// RootDir is the machine's "/". When set, the one Pod that may run for
+	// real, Capstan's own manager for LocalDir (deploy.CheckLocalManagerPod),
+	// runs as a process of Executable under RootDir/var/lib/kubelet/pods/<uid>/;
+	// any other Pod of Capstan's image is refused (its status says why),
+	// and Pods of other images are only reported as running.
 	RootDir string
-	// Executable runs the containers of such Pods with their command's
-	// arguments (default: this process's own executable, the capstan
-	// binary the image would hold).
+	// LocalDir is the local provider's directory this machine is one of
+	// (<LocalDir>/<namespace>/<cluster>/machines/<name>): the only
+	// --local-dir the manager Pod may be given. Empty refuses every Pod of
+	// Capstan's image.
+	LocalDir string
+	// Executable runs the manager Pod's container with its arguments
+	// (default: this process's own executable, the capstan binary the image
+	// would hold).
 	Executable string
 	// HeartbeatInterval is the Lease renewal period (default 10s).
 	HeartbeatInterval time.Duration

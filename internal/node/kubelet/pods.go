@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+
+	"capstan.dev/capstan/internal/deploy"
 )
 
 // podEvent queues a pod for its status or deletion to be handled. Changes
@@ -133,7 +135,16 @@ func (k *kubelet) syncPod(ctx context.Context, key string) error {
 		}
 		podIP = ip.String()
 	}
-	if k.o.RootDir != "" && runsAsProcess(pod) {
+	if k.o.RootDir != "" && usesCapstanImage(pod) {
+		// Checked before the first start only: a running manager keeps
+		// running when, say, its ReplicaSet is deleted with orphans and its
+		// owner reference goes; what reaches the process cannot change.
+		if k.procs.get(pod.UID) == nil {
+			if refusal := deploy.CheckLocalManagerPod(pod, k.o.LocalDir); refusal != nil {
+				k.log.Info("Refusing to run a pod of Capstan's image as a process of this host", "pod", key, "reason", refusal.Error())
+				return k.writePodStatus(ctx, pod, refusedPodStatus(pod, podIP, k.o.Address, metav1.Now(), refusal))
+			}
+		}
 		pp, err := k.procs.ensure(pod)
 		if err != nil {
 			return err

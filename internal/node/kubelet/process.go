@@ -38,18 +38,47 @@ const (
 // pods live; they are renewed at four fifths of it.
 const tokenLifetime = time.Hour
 
-// runsAsProcess reports whether the pod is one this kubelet really runs:
-// every container is Capstan's own image and there are no init containers.
-func runsAsProcess(pod *corev1.Pod) bool {
-	if len(pod.Spec.Containers) == 0 || len(pod.Spec.InitContainers) > 0 {
-		return false
-	}
-	for _, c := range pod.Spec.Containers {
-		if !deploy.IsCapstanImage(c.Image) {
-			return false
+// usesCapstanImage reports whether any of the pod's containers is of
+// Capstan's own image: such a pod either is the manager this kubelet runs
+// as a process, or is refused; it is never reported as running when it
+// does not.
+func usesCapstanImage(pod *corev1.Pod) bool {
+	for _, c := range pod.Spec.InitContainers {
+		if deploy.IsCapstanImage(c.Image) {
+			return true
 		}
 	}
-	return true
+	for _, c := range pod.Spec.Containers {
+		if deploy.IsCapstanImage(c.Image) {
+			return true
+		}
+	}
+	for _, c := range pod.Spec.EphemeralContainers {
+		if deploy.IsCapstanImage(c.Image) {
+			return true
+		}
+	}
+	return false
+}
+
+// ReasonHostProcessRefused is the waiting reason of the containers of a
+// pod of Capstan's image that this kubelet will not run (see
+// deploy.CheckLocalManagerPod).
+const ReasonHostProcessRefused = "HostProcessRefused"
+
+// refusedPodStatus is the status of a pod this kubelet will not run: it
+// stays Pending, each container waiting with the reason.
+func refusedPodStatus(pod *corev1.Pod, podIP, hostIP string, now metav1.Time, refusal error) corev1.PodStatus {
+	s := desiredPodStatus(pod, podIP, hostIP, now, false)
+	s.Phase = corev1.PodPending
+	waiting := corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: ReasonHostProcessRefused, Message: refusal.Error()}}
+	for i := range s.InitContainerStatuses {
+		s.InitContainerStatuses[i].State, s.InitContainerStatuses[i].Ready, s.InitContainerStatuses[i].Started = waiting, false, ptr.To(false)
+	}
+	for i := range s.ContainerStatuses {
+		s.ContainerStatuses[i].State, s.ContainerStatuses[i].Ready, s.ContainerStatuses[i].Started = waiting, false, ptr.To(false)
+	}
+	return s
 }
 
 // processes are the pods this kubelet runs as real processes, by UID.
@@ -260,20 +289,11 @@ func (k *kubelet) runContainer(ctx context.Context, pod *corev1.Pod, c *corev1.C
 	}
 	defer logFile.Close()
 	fmt.Fprintf(logFile, "--- %s: starting container %s of pod %s\n", time.Now().Format(time.RFC3339), c.Name, pp.key)
-	args := append(append([]string{}, c.Command...), c.Args...)
-	if len(c.Command) > 0 {
-		// The image's binary is this one, whatever path the command names.
-		args = args[1:]
-	}
-	cmd := exec.Command(k.exe, args...)
+	// The pod passed deploy.CheckLocalManagerPod: no command, no working
+	// directory, no environment of its own.
+	cmd := exec.Command(k.exe, c.Args...)
 	cmd.Dir = pp.dir
-	if c.WorkingDir != "" {
-		cmd.Dir = filepath.Join(pp.dir, c.WorkingDir)
-		if err := os.MkdirAll(cmd.Dir, 0o700); err != nil {
-			return 0, err
-		}
-	}
-	cmd.Env = k.containerEnv(pod, c, pp.dir)
+	cmd.Env = containerEnv(pod, pp.dir)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// Pdeathsig ties the process to the thread that started it; that thread
 	// stays locked to this goroutine until the process ends, so the process
@@ -338,37 +358,18 @@ func (k *kubelet) runContainer(ctx context.Context, pod *corev1.Pod, c *corev1.C
 	}
 }
 
-// containerEnv is the process's environment: PATH and HOME of this host,
-// the container's plain values and the cheap field references, and the
-// pod's credentials as KUBECONFIG.
-func (k *kubelet) containerEnv(pod *corev1.Pod, c *corev1.Container, dir string) []string {
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
-	podIP := pod.Status.PodIP
-	if ip, err := k.ips.allocate(pod.UID); err == nil && !pod.Spec.HostNetwork {
-		podIP = ip.String()
-	} else if pod.Spec.HostNetwork {
-		podIP = k.o.Address
+// containerEnv is the process's environment: nothing of the host's but
+// PATH, so neither the plane's HOME nor any of its variables reach the
+// process; its HOME is the pod's own directory, and the pod's credentials
+// come as KUBECONFIG.
+func containerEnv(pod *corev1.Pod, dir string) []string {
+	return []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + dir,
+		"KUBECONFIG=" + filepath.Join(dir, "kubeconfig"),
+		"POD_NAMESPACE=" + pod.Namespace,
+		"POD_NAME=" + pod.Name,
 	}
-	fields := map[string]string{
-		"metadata.name": pod.Name, "metadata.namespace": pod.Namespace, "metadata.uid": string(pod.UID),
-		"spec.nodeName": k.o.NodeName, "spec.serviceAccountName": pod.Spec.ServiceAccountName,
-		"status.podIP": podIP, "status.hostIP": k.o.Address,
-	}
-	for _, e := range c.Env {
-		switch {
-		case e.ValueFrom == nil:
-			env = append(env, e.Name+"="+e.Value)
-		case e.ValueFrom.FieldRef != nil:
-			if v, ok := fields[e.ValueFrom.FieldRef.FieldPath]; ok {
-				env = append(env, e.Name+"="+v)
-			}
-		}
-	}
-	return append(env,
-		"KUBECONFIG="+filepath.Join(dir, "kubeconfig"),
-		"POD_NAMESPACE="+pod.Namespace,
-		"POD_NAME="+pod.Name,
-	)
 }
 
 // waitToken waits until the pod's kubeconfig has been written; it reports

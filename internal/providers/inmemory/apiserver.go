@@ -30,7 +30,9 @@ import (
 // the watch-list stream informers open first), create, update, merge /
 // JSON / strategic-merge patches, apply, delete, the status subresource,
 // Pod eviction and port-forward. Authentication is the TLS client
-// certificate: anyone the cluster CA vouches for is an administrator.
+// certificate: anyone the cluster CA vouches for is an administrator, and
+// a client without one is Unauthorized everywhere but the health and
+// version endpoints (kube-apiserver's anonymous public-info access).
 type apiServer struct {
 	store *store
 	// requests counts every request, for tests and the benchmark.
@@ -56,6 +58,14 @@ func (a *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "version":
 		writeJSON(w, http.StatusOK, map[string]string{"major": "1", "minor": "35", "gitVersion": version.Kubernetes(), "platform": "simulated/inmemory"})
 		return
+	}
+	// The TLS layer verified any certificate given against the cluster CA
+	// (sim.go's apiTLS); a connection without a verified chain gave none.
+	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 {
+		writeStatus(w, apierrors.NewUnauthorized("a client certificate signed by the cluster CA is required: use the cluster's kubeconfig (the <cluster>-kubeconfig Secret)"))
+		return
+	}
+	switch path {
 	case "api":
 		writeJSON(w, http.StatusOK, &metav1.APIVersions{TypeMeta: metav1.TypeMeta{Kind: "APIVersions"}, Versions: []string{"v1"},
 			ServerAddressByClientCIDRs: []metav1.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: r.Host}}})

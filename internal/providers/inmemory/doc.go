@@ -20,8 +20,9 @@
 //     by the kubelet's own streaming code), over a small in-memory store
 //     with one resourceVersion counter and optimistic concurrency. Its
 //     serving certificate is issued from the cluster's own CA (the
-//     <cluster>-ca Secret, read when the first client connects), and client
-//     certificates from that CA are accepted, so the kubeconfig
+//     <cluster>-ca Secret, read when the first client connects), and a
+//     client certificate from that CA is required (without one, 401 but
+//     for /healthz, /livez, /readyz and /version), so the kubeconfig
 //     KubeadmControlPlane writes verifies and works unchanged;
 //   - one gRPC endpoint per control-plane machine answering etcd's Cluster
 //     and Maintenance services (MemberList, Status, MoveLeader,

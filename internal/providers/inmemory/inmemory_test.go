@@ -13,8 +13,11 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -84,6 +87,7 @@ func TestSimulatedClusterLifecycle(t *testing.T) {
 	}
 	checkNodes(ctx, t, wl, machines)
 	kubectlListsNodes(t, secret.Data["value"], machines)
+	refusesClientsWithoutCertificate(ctx, t, cfg)
 
 	// KubeadmControlPlane is initialized and etcd answers with one member,
 	// named after the control-plane Machine.
@@ -334,5 +338,26 @@ func waitEtcdMembers(ctx context.Context, t *testing.T, wl client.Client, cfg *r
 	})
 	if err != nil {
 		t.Fatalf("want %d etcd members, last saw %s: %v", n, last, err)
+	}
+}
+
+// refusesClientsWithoutCertificate: a client that trusts the simulated API
+// server but brings no client certificate is Unauthorized, even one that
+// knows its address and CA; only the public health endpoint answers it.
+func refusesClientsWithoutCertificate(ctx context.Context, t *testing.T, admin *rest.Config) {
+	t.Helper()
+	anonymous := rest.AnonymousClientConfig(admin)
+	c, err := kubernetes.NewForConfig(anonymous)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); !apierrors.IsUnauthorized(err) {
+		t.Errorf("a client without a certificate listing Nodes: %v; want 401 Unauthorized", err)
+	}
+	if _, err := c.CoreV1().Secrets("kube-system").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{}); !apierrors.IsUnauthorized(err) {
+		t.Errorf("a client without a certificate created a Secret: %v; want 401 Unauthorized", err)
+	}
+	if body, err := c.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err != nil || string(body) != "ok" {
+		t.Errorf("/readyz without a certificate: %q, %v; want ok", body, err)
 	}
 }

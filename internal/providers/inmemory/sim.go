@@ -189,8 +189,10 @@ func (c *simCluster) certificates() (*tls.Certificate, *tls.Certificate, *certs.
 	return api, etcd, cc, nil
 }
 
-// apiTLS serves the API server's certificate and accepts client
-// certificates from the cluster CA.
+// apiTLS serves the API server's certificate and verifies a client
+// certificate against the cluster CA. A client may come without one: the
+// API server then answers 401 but for its public health and version
+// endpoints (apiServer.ServeHTTP).
 func (c *simCluster) apiTLS(*tls.ClientHelloInfo) (*tls.Config, error) {
 	api, _, cc, err := c.certificates()
 	if err != nil {

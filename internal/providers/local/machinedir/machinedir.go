@@ -74,6 +74,20 @@ func ReadMachine(dir string) (Machine, error) {
 	return m, nil
 }
 
+// ProviderDir is the local provider's directory that holds the machine
+// directory dir, <provider dir>/<namespace>/<cluster>/machines/<name>, as
+// machine.json's namespace and cluster say.
+func ProviderDir(dir string, m Machine) (string, error) {
+	machines := filepath.Dir(filepath.Clean(dir))
+	cluster := filepath.Dir(machines)
+	ns := filepath.Dir(cluster)
+	if filepath.Base(machines) != "machines" || filepath.Base(cluster) != m.Cluster || filepath.Base(ns) != m.Namespace {
+		return "", fmt.Errorf("machine directory %s is not <local dir>/%s/%s/machines/<name> as %s says: move it there or fix %s",
+			dir, m.Namespace, m.Cluster, MachineFile, MachineFile)
+	}
+	return filepath.Dir(ns), nil
+}
+
 // WriteMachine writes dir/machine.json and dir/bootstrap-data (0600: it holds
 // the cluster's keys), creating dir (0700: what the machine keeps under it,
 // kubeconfigs and keys among it, is its owner's alone). Files that already hold the content are

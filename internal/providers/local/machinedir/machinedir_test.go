@@ -41,3 +41,18 @@ func TestWriteMachineTightensAnOpenDirectory(t *testing.T) {
 		t.Errorf("the machine directory has mode %v after WriteMachine, want 0700", fi.Mode().Perm())
 	}
 }
+
+// The provider directory is found from the machine's place in the layout,
+// and only where machine.json agrees with it.
+func TestProviderDir(t *testing.T) {
+	m := Machine{Namespace: "ns1", Cluster: "c1"}
+	got, err := ProviderDir("/state/local/ns1/c1/machines/m1/", m)
+	if err != nil || got != "/state/local" {
+		t.Errorf("ProviderDir = %q, %v; want /state/local", got, err)
+	}
+	for _, dir := range []string{"/state/local/ns2/c1/machines/m1", "/state/local/ns1/c2/machines/m1", "/state/local/ns1/c1/other/m1", "/m1"} {
+		if got, err := ProviderDir(dir, m); err == nil || got != "" {
+			t.Errorf("ProviderDir(%s) = %q, %v; want an error", dir, got, err)
+		}
+	}
+}
