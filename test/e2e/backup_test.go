@@ -86,6 +86,7 @@ func waitAvailable(t *testing.T, c client.Client, name string) {
 // changes nothing), a running plane's directory is refused, and
 // `up --backup-every` keeps the newest --backup-keep snapshots.
 func TestBackupRestoreCarriesOn(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	work := t.TempDir()
 	key, wrongKey := filepath.Join(work, "key"), filepath.Join(work, "wrong-key")
@@ -213,6 +214,7 @@ func workloadOf(t *testing.T, p *plane, name string) kubernetes.Interface {
 // or created again), the same objects (same UIDs), and drives them on — a
 // worker added after the restore joins.
 func TestBackupRestoreLocalMachinesCarryOn(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a local workload cluster")
 	}

@@ -52,6 +52,7 @@ spec:
 // is applied again under the Reconcile strategy, and a second set reaches
 // the cluster once the cluster is labelled for that one too.
 func TestClusterResourceSetOnLocalCluster(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a workload cluster")
 	}

@@ -37,6 +37,7 @@ import (
 // verdict on the unhealthy Machine and its replacement. One plane and one
 // browser serve every step.
 func TestConsoleInBrowser(t *testing.T) {
+	t.Parallel()
 	b := newBrowser(t) // first: without Chromium there is nothing to start
 	started := time.Now()
 	p := newPlane(t)

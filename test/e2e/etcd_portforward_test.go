@@ -29,6 +29,7 @@ import (
 // members, and shrinks back to one (leadership moved and members removed
 // through the same path).
 func TestLocalEtcdThroughPortForward(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a workload cluster of three control-plane machines")
 	}

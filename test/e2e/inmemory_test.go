@@ -34,6 +34,7 @@ const simulatedClusters = 100
 // get kubeconfig work on them as on real ones, and deleting them leaves
 // nothing.
 func TestHundredSimulatedClusters(t *testing.T) {
+	t.Parallel()
 	p := newPlane(t)
 	p.up()
 	c := p.client()

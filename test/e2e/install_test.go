@@ -87,6 +87,7 @@ func installedManagerPids(p *plane) []int {
 // upgrade plan finds nothing to do, an installation of another version is
 // refused by init and upgraded by upgrade apply, and delete takes it out.
 func TestInstallIntoWorkloadCluster(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a workload cluster")
 	}

@@ -21,6 +21,7 @@ import (
 // (here `capstan node serve --root`, started in the background), and fail
 // with a message otherwise.
 func TestKubeadmCommandOnARoot(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	pki := newClusterPKI(t)
 	api, etcdClient, etcdPeer := fixture.FreePort(t), fixture.FreePort(t), fixture.FreePort(t)

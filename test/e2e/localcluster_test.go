@@ -33,6 +33,7 @@ import (
 // requests through the endpoint, a killed worker, and deletion with nothing
 // left behind.
 func TestLocalClusterLifecycle(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a workload cluster of several machines")
 	}

@@ -29,6 +29,7 @@ import (
 // one machine at a time, shown by `capstan describe cluster`, and deleted
 // with nothing left running.
 func TestLocalMachinePool(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a workload cluster of several machines")
 	}

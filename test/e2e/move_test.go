@@ -34,6 +34,7 @@ import (
 // is there once, none is left on A, no machine was restarted, and scaling
 // the workers from B adds a Ready node.
 func TestMoveBetweenPlanes(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a workload cluster of five machines")
 	}

@@ -295,6 +295,7 @@ nodeRegistration:
 // joins a worker with a bootstrap token, and checks both Nodes from the
 // workload cluster's API as a user would.
 func TestNodeRunInitAndJoin(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	root := t.TempDir()
 	pki := newClusterPKI(t)

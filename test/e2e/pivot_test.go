@@ -23,6 +23,7 @@ import (
 // plane goes down, and scaling the workers through the workload cluster's
 // own API adds a Ready node, with no machine restarted on the way.
 func TestPivot(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a workload cluster")
 	}

@@ -87,6 +87,7 @@ func expectKept(t *testing.T, c client.Client, objs []client.Object) {
 }
 
 func TestDownUpKeepsEveryObject(t *testing.T) {
+	t.Parallel()
 	p := newPlane(t)
 	out := p.up()
 	for _, want := range []string{"kubeconfig: " + filepath.Join(p.dir, "kubeconfig"), "export KUBECONFIG=", "capstan down"} {
@@ -125,6 +126,7 @@ func TestDownUpKeepsEveryObject(t *testing.T) {
 // the plane's CA, no pki/etcd/) starts with every object kept: the plane
 // migrates it to the etcd CA, and the admin's kubeconfig still works.
 func TestStateDirFromBeforeTheEtcdCAStartsWithItsObjects(t *testing.T) {
+	t.Parallel()
 	p := newPlane(t)
 	p.up()
 	objs := seed(t, p.client())
@@ -174,6 +176,7 @@ func TestStateDirFromBeforeTheEtcdCAStartsWithItsObjects(t *testing.T) {
 }
 
 func TestKilledInstanceRecovers(t *testing.T) {
+	t.Parallel()
 	p := newPlane(t)
 	p.up()
 	objs := seed(t, p.client())
@@ -187,6 +190,7 @@ func TestKilledInstanceRecovers(t *testing.T) {
 }
 
 func TestStateDirInUseIsRefused(t *testing.T) {
+	t.Parallel()
 	p := newPlane(t)
 	p.up()
 	pid := strconv.Itoa(p.pid())
@@ -206,6 +210,7 @@ func TestStateDirInUseIsRefused(t *testing.T) {
 }
 
 func TestTakenPortIsReportedAndCanBeMoved(t *testing.T) {
+	t.Parallel()
 	p := newPlane(t)
 	p.up()
 	objs := seed(t, p.client())
@@ -248,6 +253,7 @@ func TestTakenPortIsReportedAndCanBeMoved(t *testing.T) {
 }
 
 func TestUnusableStateDirIsReported(t *testing.T) {
+	t.Parallel()
 	// A regular file where a directory should be: refused even for root,
 	// which ignores permission bits.
 	blocker := filepath.Join(t.TempDir(), "not-a-dir")

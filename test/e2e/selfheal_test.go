@@ -27,6 +27,7 @@ import (
 // the API keeps answering through the endpoint), and two of three workers,
 // which the health check's 40% limit refuses to remediate, saying why.
 func TestLocalClusterSelfHealing(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a workload cluster of six machines")
 	}

@@ -46,6 +46,7 @@ import (
 //   - deleting the Cluster leaves nothing: objects, the templates the
 //     topology made, the kubeconfig, machine processes and directories.
 func TestLocalTopologyFlavor(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a workload cluster of several machines")
 	}

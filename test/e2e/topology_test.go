@@ -178,6 +178,7 @@ spec:
 // topology scales the MachineDeployment; deleting the Cluster leaves
 // nothing.
 func TestTopologyClusterOnTheInMemoryProvider(t *testing.T) {
+	t.Parallel()
 	p := newPlane(t)
 	p.up()
 	c := p.client()

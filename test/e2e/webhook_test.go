@@ -28,6 +28,7 @@ func topologyCluster(ns, name, class string, vars ...clusterv1.ClusterVariable) 
 // serve (their failure policy refuses topology Clusters until then), after
 // a restart too, when the configurations still name the previous port.
 func TestUpServesWebhooksBeforeItIsReady(t *testing.T) {
+	t.Parallel()
 	p := newPlane(t)
 	p.up()
 	c := p.client()
