@@ -45,6 +45,11 @@ const (
 
 	// PausedCondition: reconciliation is paused.
 	PausedCondition = "Paused"
+	// BootstrapSucceededCondition on a QEMUMachine: the guest ran its
+	// bootstrap data to the end (cloud-init finished and the bootstrap
+	// wrote /run/cluster-api/bootstrap-success.complete). Unknown until
+	// the guest reports, False with the reason when it failed.
+	BootstrapSucceededCondition = "BootstrapSucceeded"
 )
 
 // Condition reasons.
@@ -69,4 +74,14 @@ const (
 	// a MachineHealthCheck (or deleting the Machine) replaces it.
 	VMExitedReason = "VMExited"
 	DeletingReason = "Deleting"
+	// WaitingForBootstrapReportReason: the guest has not reported how its
+	// bootstrap ended yet.
+	WaitingForBootstrapReportReason = "WaitingForBootstrapReport"
+	// BootstrapSucceededReason and BootstrapFailedReason: the guest's
+	// report.
+	BootstrapSucceededReason = "BootstrapSucceeded"
+	BootstrapFailedReason    = "BootstrapFailed"
+	// InvalidNetworkReason: the Cluster's Pod or Service ranges cannot be
+	// used with the VMs' networks.
+	InvalidNetworkReason = "InvalidNetwork"
 )

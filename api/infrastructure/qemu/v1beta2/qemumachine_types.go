@@ -108,7 +108,7 @@ type QEMUMachineVM struct {
 // QEMUMachineStatus is the observed state of a QEMUMachine.
 // +kubebuilder:validation:MinProperties=1
 type QEMUMachineStatus struct {
-	// conditions: Ready, VMProvisioned, Paused.
+	// conditions: Ready, VMProvisioned, BootstrapSucceeded, Paused.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -119,11 +119,19 @@ type QEMUMachineStatus struct {
 	// +optional
 	Initialization QEMUMachineInitializationStatus `json:"initialization,omitempty,omitzero"`
 
-	// addresses of the machine: its hostname, and 127.0.0.1 as the address
+	// addresses of the machine: its hostname, its address on the cluster's
+	// network (networkAddress) as InternalIP, and 127.0.0.1 as the address
 	// the host reaches it at through the forwarded ports (status.ports).
 	// The guest's own 10.0.2.15 is not listed: every VM has it.
 	// +optional
 	Addresses clusterv1.MachineAddresses `json:"addresses,omitempty"`
+
+	// networkAddress is the VM's IPv4 address on the network its cluster's
+	// VMs share, chosen once, before the VM starts, and kept for its life.
+	// +optional
+	// +kubebuilder:validation:MinLength=7
+	// +kubebuilder:validation:MaxLength=15
+	NetworkAddress string `json:"networkAddress,omitempty"`
 
 	// failureDomain the machine runs in.
 	// +optional

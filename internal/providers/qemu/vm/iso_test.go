@@ -126,8 +126,16 @@ func TestSeedISO(t *testing.T) {
 	if string(files["user-data"]) != "#cloud-config\n" || !strings.Contains(string(files["vendor-data"]), "bootcmd") {
 		t.Errorf("user-data %q, vendor-data %q", files["user-data"], files["vendor-data"])
 	}
-	if !strings.Contains(string(files["network-config"]), "dhcp4: true") {
-		t.Errorf("network-config %q", files["network-config"])
+	if nc := string(files["network-config"]); !strings.Contains(nc, "dhcp4: true") || strings.Contains(nc, "eth1") {
+		t.Errorf("network-config off a segment %q", nc)
+	}
+	img, err = seedISO(Spec{Hostname: "cp-0", InstanceID: "i-123", Segment: &Segment{Address: "172.31.0.2/24"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, files = readISO(t, img)
+	if got, want := string(files["network-config"]), "version: 2\nethernets:\n  eth0:\n    dhcp4: true\n  eth1:\n    addresses: [\"172.31.0.2/24\"]\n"; got != want {
+		t.Errorf("network-config on a segment:\n%s\nwant:\n%s", got, want)
 	}
 	if _, err := seedISO(Spec{Hostname: "a", InstanceID: "b", MetaData: map[string]string{"instance-id": "c"}}); err == nil || !strings.Contains(err.Error(), "Spec.InstanceID") {
 		t.Errorf("meta-data redefining instance-id: error %v, want one naming Spec.InstanceID", err)

@@ -15,6 +15,7 @@ const (
 	seedFile    = "seed.iso"    // NoCloud seed
 	qmpSocket   = "qmp.sock"    // QMP
 	consoleFile = "console.log" // the guest's serial console, appended to
+	reportFile  = "report.log"  // the guest's second serial port, appended to
 	qemuLog     = "qemu.log"    // QEMU's own stderr
 	pidFile     = "qemu.pid"
 	exitFile    = "exit" // how QEMU ended, written by the process that started it
@@ -30,7 +31,7 @@ const (
 
 // kernelCommandLine boots the image's root disk (the whole of vda, no
 // partitions) with the console on the serial port, which goes to
-// console.log; eth0 is the NIC's name (guestNetworkConfig names it).
+// console.log; eth0 and eth1 are the NICs' names (guestNetworkConfig names them).
 const kernelCommandLine = "root=/dev/vda rw console=ttyS0,115200 net.ifnames=0 biosdevname=0 panic=-1"
 
 // translationCacheMiB sizes TCG's translated-code cache: QEMU's default
@@ -61,7 +62,14 @@ func qemuArgs(spec Spec) []string {
 		"-device", "virtio-rng-pci",
 		"-chardev", "file,id=console,path=" + consoleFile + ",append=on",
 		"-serial", "chardev:console",
+		"-chardev", "file,id=report,path=" + reportFile + ",append=on",
+		"-serial", "chardev:report",
 		"-qmp", "unix:" + qmpSocket + ",server=on,wait=off",
+	}
+	if seg := spec.Segment; seg != nil {
+		args = append(args,
+			"-netdev", "dgram,id=net1,local.type=unix,local.path="+seg.Socket+",remote.type=unix,remote.path="+seg.Switch,
+			"-device", "virtio-net-pci,netdev=net1,mac="+seg.MAC)
 	}
 	if spec.Image.CapstanBinary != "" {
 		args = append(args, "-virtfs", "local,path="+filepath.Dir(spec.Image.CapstanBinary)+

@@ -35,7 +35,7 @@ func TestQEMUArgs(t *testing.T) {
 		"-qmp":    "unix:qmp.sock,server=on,wait=off",
 		"-netdev": "user,id=net0,hostfwd=tcp:127.0.0.1:40022-:22,hostfwd=tcp:127.0.0.1:40443-:6443",
 		"-virtfs": "local,path=/c/capstan/0123,mount_tag=capstan,security_model=none,readonly=on",
-		"-serial": "chardev:console",
+		"-serial": "chardev:console chardev:report",
 	} {
 		if got := strings.Join(opt[flag], " "); got != want {
 			t.Errorf("%s %q, want %q", flag, got, want)
@@ -49,6 +49,20 @@ func TestQEMUArgs(t *testing.T) {
 	}
 	if got := strings.Join(opt["-append"], ""); !strings.Contains(got, "root=/dev/vda") || !strings.Contains(got, "console=ttyS0") {
 		t.Errorf("kernel command line %q", got)
+	}
+	if len(opt["-netdev"]) != 1 {
+		t.Errorf("a VM off any segment has netdevs %q", opt["-netdev"])
+	}
+
+	spec.Segment = &Segment{Switch: "/run/s/switch", Socket: "/run/s/cp-0", MAC: "52:54:00:00:00:02", Address: "172.31.0.2/24"}
+	joined := strings.Join(qemuArgs(spec), " ")
+	for _, want := range []string{
+		"-netdev dgram,id=net1,local.type=unix,local.path=/run/s/cp-0,remote.type=unix,remote.path=/run/s/switch",
+		"-device virtio-net-pci,netdev=net1,mac=52:54:00:00:00:02",
+	} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("QEMU's arguments on a segment lack %q: %s", want, joined)
+		}
 	}
 }
 
@@ -65,6 +79,18 @@ func TestCompleteRefuses(t *testing.T) {
 		"no instance id": {func(s *Spec) { s.InstanceID = "" }, "Spec.InstanceID"},
 		"bad port":       {func(s *Spec) { s.Forwards = []Forward{{HostPort: 0, GuestPort: 22}} }, "Spec.Forwards"},
 		"negative cpus":  {func(s *Spec) { s.CPUs = -1 }, "Spec.CPUs"},
+		"segment without a switch": {func(s *Spec) {
+			s.Segment = &Segment{Socket: "/s/a", MAC: "52:54:00:00:00:02", Address: "172.31.0.2/24"}
+		}, "Spec.Segment.Switch"},
+		"segment socket too long": {func(s *Spec) {
+			s.Segment = &Segment{Switch: "/s/switch", Socket: "/" + strings.Repeat("s", 107), MAC: "52:54:00:00:00:02", Address: "172.31.0.2/24"}
+		}, "Spec.Segment.Socket"},
+		"multicast MAC": {func(s *Spec) {
+			s.Segment = &Segment{Switch: "/s/switch", Socket: "/s/a", MAC: "01:00:5e:00:00:01", Address: "172.31.0.2/24"}
+		}, "Spec.Segment.MAC"},
+		"address without prefix": {func(s *Spec) {
+			s.Segment = &Segment{Switch: "/s/switch", Socket: "/s/a", MAC: "52:54:00:00:00:02", Address: "172.31.0.2"}
+		}, "Spec.Segment.Address"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := good

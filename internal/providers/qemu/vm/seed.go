@@ -11,9 +11,18 @@ import (
 // seedVolumeID is the label cloud-init's NoCloud data source looks for.
 const seedVolumeID = "cidata"
 
-// guestNetworkConfig brings up the one NIC (eth0: the kernel command line
-// turns off predictable names) with DHCP from QEMU's user-mode network.
-const guestNetworkConfig = "version: 2\nethernets:\n  eth0:\n    dhcp4: true\n"
+// guestNetworkConfig brings up eth0 (the kernel command line turns off
+// predictable names) with DHCP from QEMU's user-mode network and, on a
+// segment, eth1 with its static address. Routes are the vendor-data's
+// business: Debian's cloud-init writes them for ifupdown as net-tools
+// commands, which the image does not have.
+func guestNetworkConfig(seg *Segment) string {
+	c := "version: 2\nethernets:\n  eth0:\n    dhcp4: true\n"
+	if seg != nil {
+		c += "  eth1:\n    addresses: [\"" + seg.Address + "\"]\n"
+	}
+	return c
+}
 
 // seedISO is the NoCloud seed of spec: meta-data, user-data, vendor-data and
 // network-config in an ISO 9660 image labelled cidata.
@@ -26,7 +35,7 @@ func seedISO(spec Spec) ([]byte, error) {
 		{name: "meta-data", data: meta},
 		{name: "user-data", data: spec.UserData},
 		{name: "vendor-data", data: spec.VendorData},
-		{name: "network-config", data: []byte(guestNetworkConfig)},
+		{name: "network-config", data: []byte(guestNetworkConfig(spec.Segment))},
 	})
 }
 

@@ -53,6 +53,23 @@ type Spec struct {
 	MemoryMiB int
 	DiskGiB   int
 	Forwards  []Forward
+	// Segment, when set, gives the VM a second NIC (eth1) on a network
+	// its cluster's VMs share (see Segment).
+	Segment *Segment
+}
+
+// Segment is a VM's place on an Ethernet segment switched in user space
+// (package vswitch): QEMU sends the NIC's frames as datagrams from Socket
+// to the switch's socket Switch, and receives them on Socket. Nothing on it
+// leaves the host.
+type Segment struct {
+	Switch string
+	Socket string
+	// MAC is the NIC's address ("52:54:00:…"), unique on the segment.
+	MAC string
+	// Address is the guest's IPv4 address on eth1 with its prefix length
+	// ("172.31.0.5/24"), configured statically by cloud-init.
+	Address string
 }
 
 // State is what a VM's directory says about it.
@@ -67,10 +84,6 @@ type State struct {
 	// signal 9", the last lines of QEMU's stderr), when known.
 	Exited string
 }
-
-// ErrNotImplemented marked the skeleton; nothing returns it any more. It is
-// kept so that code written against the skeleton still compiles.
-var ErrNotImplemented = errors.New("vm: not implemented yet")
 
 // Tools are the host programs a VM needs.
 var Tools = []string{"qemu-system-x86_64", "qemu-img"}
@@ -132,6 +145,11 @@ func Start(ctx context.Context, spec Spec) error {
 		return err
 	}
 	console.Close()
+	report, err := os.OpenFile(filepath.Join(spec.Dir, reportFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	report.Close()
 	stderr, err := os.OpenFile(filepath.Join(spec.Dir, qemuLog), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return err
@@ -225,6 +243,11 @@ func complete(spec Spec) (Spec, error) {
 	}
 	if spec.CPUs < 0 || spec.MemoryMiB < 0 || spec.DiskGiB < 0 {
 		return spec, fmt.Errorf("vm: Spec.CPUs, MemoryMiB and DiskGiB may not be negative (%d, %d, %d)", spec.CPUs, spec.MemoryMiB, spec.DiskGiB)
+	}
+	if seg := spec.Segment; seg != nil {
+		if err := checkSegment(*seg); err != nil {
+			return spec, err
+		}
 	}
 	for _, f := range spec.Forwards {
 		if f.HostPort < 1 || f.HostPort > 65535 || f.GuestPort < 1 || f.GuestPort > 65535 {
@@ -505,3 +528,7 @@ func Remove(ctx context.Context, dir string, grace time.Duration) error {
 // kernel's, systemd's and cloud-init's messages, for a human diagnosing a
 // machine that does not come up.
 func ConsoleLog(dir string) string { return filepath.Join(dir, consoleFile) }
+
+// ReportLog is the file the guest's second serial port (ttyS1) goes to:
+// the node image reports there how its bootstrap ended.
+func ReportLog(dir string) string { return filepath.Join(dir, reportFile) }
