@@ -47,7 +47,7 @@ test: build
 	CAPSTAN_BIN=$(abspath $(BIN)) $(GO) test -count=1 -timeout 60m -parallel $(E2E_PARALLEL) -skip '$(QEMU_E2E)' ./test/e2e/ ./...; main=$$?; \
 	wait; echo "== test/interop"; cat $$interop/out; rc=$$(cat $$interop/rc); rm -rf $$interop; \
 	echo "== test/e2e: QEMU clusters"; \
-	CAPSTAN_BIN=$(abspath $(BIN)) $(GO) test -count=1 -timeout 45m -run '$(QEMU_E2E)' ./test/e2e/; qemu=$$?; \
+	CAPSTAN_BIN=$(abspath $(BIN)) $(GO) test -count=1 -timeout 60m -run '$(QEMU_E2E)' ./test/e2e/; qemu=$$?; \
 	[ $$main -eq 0 ] && [ $$rc -eq 0 ] && [ $$qemu -eq 0 ]
 
 lint:

@@ -198,6 +198,9 @@ const (
 	varControlPlaneMemoryMiB = "CONTROL_PLANE_MACHINE_MEMORY_MIB"
 	varWorkerCPUs            = "WORKER_MACHINE_CPUS"
 	varWorkerMemoryMiB       = "WORKER_MACHINE_MEMORY_MIB"
+	// The QEMU template's MachineHealthCheck of its workers.
+	varWorkerNodeStartupTimeout = "WORKER_NODE_STARTUP_TIMEOUT_SECONDS"
+	varWorkerUnhealthyTimeout   = "WORKER_UNHEALTHY_TIMEOUT_SECONDS"
 )
 
 // variableSource names where a variable's value can be set, for errors.
@@ -252,6 +255,8 @@ func validateVariables(used map[string]string, value func(string) string) error 
 		{varWorkerCPUs, 1, "must be at least 1: a VM needs a CPU"},
 		{varControlPlaneMemoryMiB, 1024, "must be at least 1024: a Kubernetes node does not fit in less than 1 GiB"},
 		{varWorkerMemoryMiB, 1024, "must be at least 1024: a Kubernetes node does not fit in less than 1 GiB"},
+		{varWorkerNodeStartupTimeout, 0, "must not be negative"},
+		{varWorkerUnhealthyTimeout, 0, "must not be negative"},
 	} {
 		if !has(c.variable) {
 			continue
@@ -267,6 +272,8 @@ func validateVariables(used map[string]string, value func(string) string) error 
 			bad(c.variable, fmt.Sprintf("must be at most %d, the largest replica count the API takes", math.MaxInt32))
 		case n < c.min:
 			bad(c.variable, c.why)
+		case c.variable == varWorkerNodeStartupTimeout && n > 0 && n < 30:
+			bad(c.variable, "must be 0 (no limit) or at least 30: a node needs that long to start")
 		case c.variable == varControlPlanes && n%2 == 0:
 			bad(c.variable, fmt.Sprintf("must be odd, so that etcd keeps a quorum when a machine fails: use %d or %d", n-1, n+1))
 		}

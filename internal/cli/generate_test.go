@@ -29,7 +29,7 @@ func isolateTemplateVariables(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
 	t.Setenv("XDG_CONFIG_HOME", dir)
-	for _, k := range []string{"CLUSTER_NAME", "NAMESPACE", "KUBERNETES_VERSION", "CONTROL_PLANE_MACHINE_COUNT", "WORKER_MACHINE_COUNT", "POD_CIDR", "SERVICE_CIDR", "MACHINE_BOOT_DELAY", "CONTROL_PLANE_MACHINE_CPUS", "CONTROL_PLANE_MACHINE_MEMORY_MIB", "WORKER_MACHINE_CPUS", "WORKER_MACHINE_MEMORY_MIB"} {
+	for _, k := range []string{"CLUSTER_NAME", "NAMESPACE", "KUBERNETES_VERSION", "CONTROL_PLANE_MACHINE_COUNT", "WORKER_MACHINE_COUNT", "POD_CIDR", "SERVICE_CIDR", "MACHINE_BOOT_DELAY", "CONTROL_PLANE_MACHINE_CPUS", "CONTROL_PLANE_MACHINE_MEMORY_MIB", "WORKER_MACHINE_CPUS", "WORKER_MACHINE_MEMORY_MIB", "WORKER_NODE_STARTUP_TIMEOUT_SECONDS", "WORKER_UNHEALTHY_TIMEOUT_SECONDS"} {
 		t.Setenv(k, "") // restores the old value when the test ends
 		os.Unsetenv(k)
 	}
@@ -189,6 +189,8 @@ func TestGenerateErrors(t *testing.T) {
 		{"qemu has the default flavor only", []string{"--infrastructure", "qemu", "--flavor", "ha"}, `--flavor "ha": the qemu provider has no such flavor; it has default`, ""},
 		{"qemu even control plane", []string{"--infrastructure", "qemu", "--control-plane-machine-count", "2"}, `"2": must be odd`, ""},
 		{"qemu memory too small", []string{"--infrastructure", "qemu", "--config", write("mem.yaml", "WORKER_MACHINE_MEMORY_MIB: 512\n")}, `WORKER_MACHINE_MEMORY_MIB (environment or --config) "512": must be at least 1024`, ""},
+		{"qemu node startup timeout too short", []string{"--infrastructure", "qemu", "--config", write("mhc.yaml", "WORKER_NODE_STARTUP_TIMEOUT_SECONDS: 10\n")}, `WORKER_NODE_STARTUP_TIMEOUT_SECONDS (environment or --config) "10": must be 0 (no limit) or at least 30`, ""},
+		{"qemu unhealthy timeout not a number", []string{"--infrastructure", "qemu", "--config", write("mhc2.yaml", "WORKER_UNHEALTHY_TIMEOUT_SECONDS: 5m\n")}, `WORKER_UNHEALTHY_TIMEOUT_SECONDS (environment or --config) "5m": must be a whole number`, ""},
 		{"qemu cpus not a number", []string{"--infrastructure", "qemu", "--config", write("cpus.yaml", "CONTROL_PLANE_MACHINE_CPUS: two\n")}, `CONTROL_PLANE_MACHINE_CPUS (environment or --config) "two": must be a whole number`, ""},
 		{"in-memory topology flavor", []string{"--infrastructure", "in-memory", "--flavor", "topology", "--control-plane-machine-count", "2"}, `"2": must be odd`, ""},
 		{"namespace not a DNS label", []string{"-n", "My_Namespace"}, `--target-namespace (NAMESPACE) "My_Namespace": must be a DNS label`, ""},

@@ -67,9 +67,10 @@ type upOptions struct {
 }
 
 // qemuClusterTimeout is --cluster-timeout's default for a cluster of QEMU
-// virtual machines: docs/qemu-provider.md measures a 1+1 cluster in 5 to 10
-// minutes on two loaded cores, and the guest image's first build in 2 to 10.
-const qemuClusterTimeout = 30 * time.Minute
+// virtual machines: docs/qemu-provider.md measures a 1+1 cluster of real
+// nodes in 6 to 10 minutes on two cores, and the node image's first build
+// (Kubernetes compiled from the module proxy) in 15 to 25.
+const qemuClusterTimeout = 45 * time.Minute
 
 func newUpCommand(g *globals) *cobra.Command {
 	o := &upOptions{}

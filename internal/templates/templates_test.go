@@ -77,7 +77,7 @@ func TestBuiltinDefaultTemplates(t *testing.T) {
 	for infrastructure, wantKinds := range map[string]string{
 		"local":     "Cluster,LocalCluster,LocalMachineTemplate,KubeadmControlPlane,LocalMachineTemplate,KubeadmConfigTemplate,MachineDeployment",
 		"in-memory": "Cluster,InMemoryCluster,InMemoryMachineTemplate,KubeadmControlPlane,InMemoryMachineTemplate,KubeadmConfigTemplate,MachineDeployment",
-		"qemu":      "Cluster,QEMUCluster,QEMUMachineTemplate,KubeadmControlPlane,QEMUMachineTemplate,KubeadmConfigTemplate,MachineDeployment",
+		"qemu":      "Cluster,QEMUCluster,QEMUMachineTemplate,KubeadmControlPlane,QEMUMachineTemplate,KubeadmConfigTemplate,MachineDeployment,MachineHealthCheck",
 	} {
 		tmpl, err := Builtin(infrastructure, "")
 		if err != nil {

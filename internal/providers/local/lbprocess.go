@@ -50,18 +50,19 @@ type LBState struct {
 	Recheck time.Duration
 }
 
-// EnsureRunning writes dir/lb.json for port and backendsDir (whose
+// EnsureRunning writes cfg to dir/lb.json (cfg.MachinesDir's
 // <name>/apiserver-endpoint files name the backends), starts the load
 // balancer unless it runs, and reports whether it listens. A load balancer
 // holds no state, so one that died is started again, as a cloud's would be.
-func (p *LBProcess) EnsureRunning(log logr.Logger, dir string, port int32, backendsDir string) (LBState, error) {
-	for _, d := range []string{dir, backendsDir} {
+// A running one reads a changed lb.json only when it starts again.
+func (p *LBProcess) EnsureRunning(log logr.Logger, dir string, cfg machinedir.LBConfig) (LBState, error) {
+	port := cfg.Port
+	for _, d := range []string{dir, cfg.MachinesDir} {
 		// The cluster's machines and load balancer are its owner's alone.
 		if err := machinedir.PrivateDir(d); err != nil {
 			return LBState{}, err
 		}
 	}
-	cfg := machinedir.LBConfig{Port: port, MachinesDir: backendsDir}
 	if current, err := machinedir.ReadLBConfig(dir); err != nil || current != cfg {
 		if err := machinedir.WriteLBConfig(dir, cfg); err != nil {
 			return LBState{}, fmt.Errorf("writing %s: %w", filepath.Join(dir, machinedir.LBConfigFile), err)

@@ -112,7 +112,7 @@ func (r *clusterReconciler) run(ctx context.Context, s *clusterScope) (ctrl.Resu
 func (r *clusterReconciler) reconcileLoadBalancer(ctx context.Context, lc *localv1.LocalCluster, clusterName string) (ctrl.Result, error) {
 	dir := r.layout.lb(lc.Namespace, clusterName)
 	lc.Status.LoadBalancer.Dir = dir
-	st, err := r.lbs.EnsureRunning(ctrl.LoggerFrom(ctx), dir, lc.Spec.ControlPlaneEndpoint.Port, r.layout.machines(lc.Namespace, clusterName))
+	st, err := r.lbs.EnsureRunning(ctrl.LoggerFrom(ctx), dir, machinedir.LBConfig{Port: lc.Spec.ControlPlaneEndpoint.Port, MachinesDir: r.layout.machines(lc.Namespace, clusterName)})
 	if err != nil {
 		setLB(lc, metav1.ConditionFalse, localv1.StartFailedReason, err.Error())
 		return ctrl.Result{}, err

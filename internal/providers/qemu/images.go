@@ -15,18 +15,24 @@ import (
 // machine that needs the image tries again.
 const imageRetry = time.Minute
 
-// images builds the guest image in the background, once for every machine
-// that waits for it: a build takes minutes the first time, far too long to
-// hold a reconcile worker. The machines waiting are woken at each step of
-// the build (so that their condition says how far it got) and when it ends.
+// images builds the node images in the background, one per Kubernetes
+// version, once for every machine that waits for it: a build takes minutes
+// the first time, far too long to hold a reconcile worker. The machines
+// waiting are woken at each step of the build (so that their condition
+// says how far it got) and when it ends.
 type images struct {
 	ctx     context.Context
 	log     logr.Logger
-	options image.Options
-	ensure  func(context.Context, image.Options) (image.Image, error)
+	options image.NodeOptions
+	ensure  func(context.Context, image.NodeOptions) (image.Image, error)
 	wake    func(client.ObjectKey)
 
-	mu       sync.Mutex
+	mu     sync.Mutex
+	builds map[string]*imageBuild // by Kubernetes version
+}
+
+// imageBuild is the state of one version's image.
+type imageBuild struct {
 	building bool
 	step     string
 	img      *image.Image
@@ -35,66 +41,77 @@ type images struct {
 	waiters  map[client.ObjectKey]bool
 }
 
-// get returns the image once it is built. Until then it returns nil and
-// the step under way (or the build's error), and starts the build if none
-// runs; key is woken when the build moves on.
-func (m *images) get(key client.ObjectKey) (*image.Image, string, error) {
+// get returns the image of version once it is built. Until then it
+// returns nil and the step under way (or the build's error), and starts
+// the build if none runs; key is woken when the build moves on.
+func (m *images) get(version string, key client.ObjectKey) (*image.Image, string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.img != nil {
-		return m.img, "", nil
+	if m.builds == nil {
+		m.builds = map[string]*imageBuild{}
 	}
-	m.waiters[key] = true
-	if m.err != nil && time.Since(m.failedAt) < imageRetry {
-		return nil, "", m.err
+	b := m.builds[version]
+	if b == nil {
+		b = &imageBuild{waiters: map[client.ObjectKey]bool{}}
+		m.builds[version] = b
 	}
-	if !m.building {
-		m.building, m.err, m.step = true, nil, "starting"
-		go m.build()
+	if b.img != nil {
+		return b.img, "", nil
 	}
-	return nil, m.step, nil
+	b.waiters[key] = true
+	if b.err != nil && time.Since(b.failedAt) < imageRetry {
+		return nil, "", b.err
+	}
+	if !b.building {
+		b.building, b.err, b.step = true, nil, "starting"
+		go m.build(version, b)
+	}
+	return nil, b.step, nil
 }
 
 // forget drops key from the machines to wake (it is being deleted).
 func (m *images) forget(key client.ObjectKey) {
 	m.mu.Lock()
-	delete(m.waiters, key)
+	for _, b := range m.builds {
+		delete(b.waiters, key)
+	}
 	m.mu.Unlock()
 }
 
-func (m *images) build() {
+func (m *images) build(version string, b *imageBuild) {
 	o := m.options
+	o.KubernetesVersion = version
 	o.Progress = func(step string) {
 		m.mu.Lock()
-		m.step = step
+		b.step = step
 		m.mu.Unlock()
-		m.wakeAll(false)
+		m.wakeAll(b, false)
 	}
-	m.log.Info("Building the guest image", "cacheDir", o.CacheDir)
+	m.log.Info("Building the node image", "version", version, "cacheDir", o.CacheDir)
 	img, err := m.ensure(m.ctx, o)
 	m.mu.Lock()
-	m.building = false
+	b.building = false
 	if err != nil {
-		m.err, m.failedAt = err, time.Now()
-		m.log.Error(err, "Building the guest image failed")
+		b.err, b.failedAt = err, time.Now()
+		m.log.Error(err, "Building the node image failed", "version", version)
 	} else {
-		m.img = &img
-		m.log.Info("Guest image ready", "image", img.ID)
+		b.img = &img
+		m.log.Info("Node image ready", "version", version, "image", img.ID)
 	}
 	m.mu.Unlock()
-	m.wakeAll(true)
+	m.wakeAll(b, true)
 }
 
-// wakeAll wakes the waiting machines, forgetting them when the build is
-// over.
-func (m *images) wakeAll(over bool) {
+// wakeAll wakes the machines waiting for b, forgetting them when the build
+// is over.
+func (m *images) wakeAll(b *imageBuild, over bool) {
 	m.mu.Lock()
-	keys := make([]client.ObjectKey, 0, len(m.waiters))
-	for k := range m.waiters {
+	keys := make([]client.ObjectKey, 0, len(b.waiters))
+	for k := range b.waiters {
 		keys = append(keys, k)
 	}
 	if over {
-		m.waiters = map[client.ObjectKey]bool{}
+		b.waiters = map[client.ObjectKey]bool{}
 	}
 	m.mu.Unlock()
 	for _, k := range keys {

@@ -77,7 +77,7 @@ func TestMain(m *testing.M) {
 // then waits for the test to end it with an error.
 type imageBuild struct{ end chan error }
 
-func (b *imageBuild) ensure(ctx context.Context, o image.Options) (image.Image, error) {
+func (b *imageBuild) ensure(ctx context.Context, o image.NodeOptions) (image.Image, error) {
 	o.Progress("installing packages")
 	select {
 	case err := <-b.end:
@@ -264,9 +264,12 @@ func TestQEMUProviderWithoutAGuest(t *testing.T) {
 			Data: map[string][]byte{"value": []byte("#cloud-config\n")}}
 		fixture.Create(t, env.Client, secret)
 		waitFor(t, "building the image", qm, func(qm *qemuv1.QEMUMachine) string {
-			return vmCondition(qm, qemuv1.BuildingImageReason, "building the guest image: installing packages")
+			return vmCondition(qm, qemuv1.BuildingImageReason, "building the node image of Kubernetes v1.34.2: installing packages")
 		})
 		ports = qm.Status.Ports
+		if qm.Status.NetworkAddress != "172.31.0.2" {
+			t.Errorf("status.networkAddress = %q, want the segment's first host address 172.31.0.2", qm.Status.NetworkAddress)
+		}
 		lbPort := qc.Spec.ControlPlaneEndpoint.Port
 		if ports.SSH == 0 || ports.APIServer == 0 || ports.SSH == ports.APIServer || ports.SSH == lbPort || ports.APIServer == lbPort {
 			t.Fatalf("status.ports = %+v (endpoint %d): want two distinct ports of their own for a control-plane machine", ports, lbPort)
@@ -277,8 +280,8 @@ func TestQEMUProviderWithoutAGuest(t *testing.T) {
 			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(qm), qm); err != nil {
 				return err.Error()
 			}
-			if qm.Status.Ports != ports {
-				return fmt.Sprintf("ports %+v, were %+v", qm.Status.Ports, ports)
+			if qm.Status.Ports != ports || qm.Status.NetworkAddress != "172.31.0.2" {
+				return fmt.Sprintf("ports %+v, were %+v; address %q", qm.Status.Ports, ports, qm.Status.NetworkAddress)
 			}
 			return ""
 		})
@@ -309,7 +312,18 @@ func TestQEMUProviderWithoutAGuest(t *testing.T) {
 			}
 		}
 		pid, ep := qc.Status.LoadBalancer.PID, qc.Spec.ControlPlaneEndpoint
+		sockets, err := qemu.SocketRoot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		netDir := qemu.NetworkDir(sockets, lbDir)
+		if _, err := os.Stat(netDir); err != nil {
+			t.Errorf("the cluster's network directory: %v", err)
+		}
 		deleteAndWaitGone(t, qc)
+		if _, err := os.Stat(netDir); !os.IsNotExist(err) {
+			t.Errorf("network directory %s left behind: %v", netDir, err)
+		}
 		if alive(pid) {
 			t.Errorf("load balancer %d still runs after its QEMUCluster was deleted", pid)
 		}

@@ -19,6 +19,7 @@ import (
 	"capstan.dev/capstan/internal/kit"
 	"capstan.dev/capstan/internal/pause"
 	"capstan.dev/capstan/internal/providers/local"
+	"capstan.dev/capstan/internal/providers/local/machinedir"
 )
 
 type clusterReconciler struct {
@@ -83,13 +84,34 @@ func (r *clusterReconciler) run(ctx context.Context, s *clusterScope) (ctrl.Resu
 			qc.Spec.ControlPlaneEndpoint.Port, guestReserved))
 		return ctrl.Result{}, nil
 	}
+	if _, err := clusterNetworks(s.cluster.Spec.ClusterNetwork.Pods.CIDRBlocks, s.cluster.Spec.ClusterNetwork.Services.CIDRBlocks); err != nil {
+		setLB(qc, metav1.ConditionFalse, qemuv1.InvalidNetworkReason, fmt.Sprintf("Cluster %s: %v", s.cluster.Name, err))
+		return ctrl.Result{}, nil
+	}
 	qc.Status.FailureDomains = nil
 	if len(qc.Spec.FailureDomains) > 0 {
 		qc.Status.FailureDomains = append([]clusterv1.FailureDomain(nil), qc.Spec.FailureDomains...)
 	}
 	dir := r.layout.lb(qc.Namespace, s.clusterName)
 	qc.Status.LoadBalancer.Dir = dir
-	st, err := r.lbs.EnsureRunning(ctrl.LoggerFrom(ctx), dir, qc.Spec.ControlPlaneEndpoint.Port, r.layout.backends(qc.Namespace, s.clusterName))
+	root, err := socketRoot()
+	if err != nil {
+		setLB(qc, metav1.ConditionFalse, qemuv1.StartFailedReason, fmt.Sprintf("the directory of the VMs' network sockets: %v", err))
+		return ctrl.Result{}, err
+	}
+	netDir := networkDir(root, dir)
+	if err := machinedir.PrivateDir(netDir); err != nil {
+		return ctrl.Result{}, err
+	}
+	st, err := r.lbs.EnsureRunning(ctrl.LoggerFrom(ctx), dir, machinedir.LBConfig{
+		Port:        qc.Spec.ControlPlaneEndpoint.Port,
+		MachinesDir: r.layout.backends(qc.Namespace, s.clusterName),
+		// An emulated API server is slow to answer and a check is a TLS
+		// handshake: check seldom, wait long.
+		CheckIntervalMillis: 2000,
+		CheckTimeoutMillis:  5000,
+		SwitchSocket:        switchSocket(netDir),
+	})
 	if err != nil {
 		setLB(qc, metav1.ConditionFalse, qemuv1.StartFailedReason, err.Error())
 		return ctrl.Result{}, err
@@ -122,6 +144,11 @@ func (r *clusterReconciler) reconcileDelete(ctx context.Context, qc *qemuv1.QEMU
 			setLB(qc, metav1.ConditionFalse, qemuv1.DeletingReason, "stopping the load balancer")
 			qc.Status.LoadBalancer.Running = false
 			return ctrl.Result{RequeueAfter: stoppingRecheck}, nil
+		}
+		if root, err := socketRoot(); err == nil {
+			if err := os.RemoveAll(networkDir(root, dir)); err != nil {
+				return ctrl.Result{}, fmt.Errorf("removing the network sockets' directory: %w", err)
+			}
 		}
 		if err := os.RemoveAll(dir); err != nil {
 			return ctrl.Result{}, fmt.Errorf("removing %s: %w", dir, err)

@@ -42,6 +42,7 @@ type machineReconciler struct {
 	layout layout
 	notify *notifier
 	images *images
+	hosts  *hostReservations
 }
 
 // machineScope is what one reconcile of a QEMUMachine knows.
@@ -166,18 +167,46 @@ func (r *machineReconciler) start(ctx context.Context, s *machineScope, qc *qemu
 	if data == nil || err != nil {
 		return res, false, err
 	}
+	version := machine.Spec.Version
+	if version == "" {
+		setVM(qm, metav1.ConditionFalse, qemuv1.StartFailedReason, fmt.Sprintf("Machine %s has no spec.version: a QEMU machine boots the node image of its Kubernetes version", machine.Name))
+		return ctrl.Result{}, false, nil
+	}
+	podCIDR, err := clusterNetworks(s.cluster.Spec.ClusterNetwork.Pods.CIDRBlocks, s.cluster.Spec.ClusterNetwork.Services.CIDRBlocks)
+	if err != nil {
+		setVM(qm, metav1.ConditionFalse, qemuv1.InvalidNetworkReason, fmt.Sprintf("Cluster %s: %v", s.cluster.Name, err))
+		return ctrl.Result{}, false, nil
+	}
 	if portsNeeded(qm.Status.Ports, s.controlPlane) > 0 {
 		return ctrl.Result{}, false, r.choosePorts(ctx, s)
 	}
-	img, step, err := r.images.get(s.key)
+	host := hostOf(qm.Status.NetworkAddress)
+	if host == 0 {
+		return ctrl.Result{}, false, r.chooseAddress(ctx, s)
+	}
+	img, step, err := r.images.get(version, s.key)
 	if err != nil {
 		setVM(qm, metav1.ConditionFalse, qemuv1.ImageFailedReason, fmt.Sprintf("building the guest image failed: %v", err))
 		return ctrl.Result{RequeueAfter: imageRetry}, false, nil
 	}
 	if img == nil {
 		// The build wakes this machine at each step and at its end.
-		setVM(qm, metav1.ConditionFalse, qemuv1.BuildingImageReason, "building the guest image: "+step)
+		setVM(qm, metav1.ConditionFalse, qemuv1.BuildingImageReason, "building the node image of Kubernetes "+version+": "+step)
 		return ctrl.Result{}, false, nil
+	}
+	if wait, err := r.waitForControlPlane(ctx, s); wait || err != nil {
+		return ctrl.Result{}, false, err
+	}
+	root, err := socketRoot()
+	if err != nil {
+		return ctrl.Result{}, false, fmt.Errorf("the directory of the VMs' network sockets: %w", err)
+	}
+	netDir := networkDir(root, r.layout.lb(qm.Namespace, s.cluster.Name))
+	segment := &vm.Segment{Switch: switchSocket(netDir), Socket: vmSocket(netDir, host), MAC: macOf(host), Address: qm.Status.NetworkAddress + "/24"}
+	// A socket left by a VM of the same address that is gone would keep
+	// QEMU from binding it.
+	if err := os.Remove(segment.Socket); err != nil && !os.IsNotExist(err) {
+		return ctrl.Result{}, false, err
 	}
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return ctrl.Result{}, false, err
@@ -193,10 +222,11 @@ func (r *machineReconciler) start(ctx context.Context, s *machineScope, qc *qemu
 		UserData: data,
 		// The guest reaches the control-plane endpoint (the load balancer
 		// on the host's loopback) at the address the kubeconfigs name.
-		VendorData: vm.LoopbackForwards([]int{int(qc.Spec.ControlPlaneEndpoint.Port)}),
+		VendorData: nodeVendorData(int(qc.Spec.ControlPlaneEndpoint.Port), host, podCIDR),
 		CPUs:       int(orDefault(qm.Spec.CPUs, qemuv1.DefaultCPUs)),
 		MemoryMiB:  int(orDefault(qm.Spec.MemoryMiB, qemuv1.DefaultMemoryMiB)),
 		Forwards:   forwards(qm.Status.Ports),
+		Segment:    segment,
 	}
 	if err := vm.Start(ctx, spec); err != nil {
 		// Not started: the next attempt may start it.
@@ -204,7 +234,7 @@ func (r *machineReconciler) start(ctx context.Context, s *machineScope, qc *qemu
 		setVM(qm, metav1.ConditionFalse, qemuv1.StartFailedReason, fmt.Sprintf("starting the VM: %v", err))
 		return ctrl.Result{}, false, err
 	}
-	ctrl.LoggerFrom(ctx).Info("Started the VM", "dir", s.dir, "image", img.ID, "ssh", qm.Status.Ports.SSH, "apiServer", qm.Status.Ports.APIServer)
+	ctrl.LoggerFrom(ctx).Info("Started the VM", "dir", s.dir, "image", img.ID, "address", qm.Status.NetworkAddress, "ssh", qm.Status.Ports.SSH, "apiServer", qm.Status.Ports.APIServer)
 	// Provisioned from the first start on, for good: a VM that dies later
 	// shows in the conditions.
 	qm.Status.Initialization.Provisioned = ptr.To(true)
@@ -275,6 +305,34 @@ func (r *machineReconciler) choosePorts(ctx context.Context, s *machineScope) er
 	return nil
 }
 
+// chooseAddress picks the machine's address on its cluster's network and
+// leaves it in its status; like the ports, the VM starts with it in a later
+// reconcile, once it is on record. Addresses are unique in the namespace
+// (a superset of unique in the cluster), and reserved in this process
+// until the machine is deleted, so that two machines reconciled from a
+// cache that has not seen the other's choice yet do not take the same.
+func (r *machineReconciler) chooseAddress(ctx context.Context, s *machineScope) error {
+	machines := &qemuv1.QEMUMachineList{}
+	if err := r.client.List(ctx, machines, client.InNamespace(s.qm.Namespace)); err != nil {
+		return err
+	}
+	taken := map[int]bool{}
+	for i := range machines.Items {
+		if m := &machines.Items[i]; m.Name != s.qm.Name {
+			taken[hostOf(m.Status.NetworkAddress)] = true
+		}
+	}
+	n := r.hosts.reserve(s.key, taken)
+	if n == 0 {
+		setVM(s.qm, metav1.ConditionFalse, qemuv1.InvalidNetworkReason, fmt.Sprintf(
+			"every address of the VMs' network %s is taken by the namespace's QEMU machines: delete some first", segment))
+		return nil
+	}
+	s.qm.Status.NetworkAddress = segmentAddress(n)
+	setVM(s.qm, metav1.ConditionFalse, qemuv1.StartingReason, "address "+s.qm.Status.NetworkAddress+" chosen; the VM starts next")
+	return nil
+}
+
 // portsInUse are the host ports other QEMUMachines and QEMUClusters have
 // on record (their VMs or load balancers may not listen yet).
 func (r *machineReconciler) portsInUse(ctx context.Context, self types.NamespacedName) (map[int]bool, error) {
@@ -318,12 +376,39 @@ func (r *machineReconciler) observe(ctx context.Context, s *machineScope) (ctrl.
 	qm.Status.Addresses = clusterv1.MachineAddresses{
 		{Type: clusterv1.MachineHostName, Address: s.machine.Name},
 		{Type: clusterv1.MachineInternalDNS, Address: s.machine.Name},
-		{Type: clusterv1.MachineExternalIP, Address: "127.0.0.1"},
 	}
+	if qm.Status.NetworkAddress != "" {
+		qm.Status.Addresses = append(qm.Status.Addresses, clusterv1.MachineAddress{Type: clusterv1.MachineInternalIP, Address: qm.Status.NetworkAddress})
+	}
+	qm.Status.Addresses = append(qm.Status.Addresses, clusterv1.MachineAddress{Type: clusterv1.MachineExternalIP, Address: "127.0.0.1"})
 	v := vmVerdict(vmFacts{Started: true, Running: state.Running, Status: state.Status, Exited: state.Exited, ConsoleLog: vm.ConsoleLog(s.dir)})
 	setVM(qm, v.Status, v.Reason, v.Message)
 	if state.Running {
 		r.notify.watchVM(s.dir, s.key)
+		r.notify.watchReport(vm.ReportLog(s.dir), s.key)
+	}
+	report, err := readBootstrapReport(vm.ReportLog(s.dir))
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	b := bootstrapVerdict(bootstrapFacts{Report: report, Running: state.Running,
+		ConsoleTail: vm.LastLines(vm.ConsoleLog(s.dir), 10), ConsoleLog: vm.ConsoleLog(s.dir)})
+	var before metav1.ConditionStatus
+	if c := conditions.Get(qm, qemuv1.BootstrapSucceededCondition); c != nil {
+		before = c.Status
+	}
+	conditions.Set(qm, metav1.Condition{Type: qemuv1.BootstrapSucceededCondition, Status: b.Status, Reason: b.Reason, Message: b.Message})
+	if b.Status == metav1.ConditionFalse && v.Status == metav1.ConditionTrue {
+		// The infrastructure the Machine needs is a node that bootstrapped:
+		// a failed bootstrap makes the machine not ready (the Machine's
+		// InfrastructureReady says why), so a MachineHealthCheck or a
+		// user replaces it.
+		conditions.Set(qm, metav1.Condition{Type: qemuv1.ReadyCondition, Status: metav1.ConditionFalse, Reason: b.Reason, Message: b.Message})
+	}
+	if s.controlPlane && before != b.Status && b.Status != metav1.ConditionUnknown {
+		if err := r.wakeWaitingWorkers(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	backends := r.layout.backends(qm.Namespace, s.cluster.Name)
 	if s.controlPlane && qm.Status.Ports.APIServer != 0 && v.Status == metav1.ConditionTrue {
@@ -350,6 +435,7 @@ func (r *machineReconciler) reconcileDelete(ctx context.Context, s *machineScope
 		DirExists:    exists(s.dir),
 	})
 	r.images.forget(s.key)
+	defer r.hosts.release(s.key)
 	for _, step := range steps {
 		var err error
 		switch step {
@@ -358,6 +444,9 @@ func (r *machineReconciler) reconcileDelete(ctx context.Context, s *machineScope
 		case stepRemoveVM:
 			setVM(qm, metav1.ConditionFalse, qemuv1.DeletingReason, "stopping the VM and deleting its disk")
 			err = vm.Remove(ctx, s.dir, vmStopGrace)
+			if n := hostOf(qm.Status.NetworkAddress); err == nil && n != 0 && s.clusterName != "" {
+				err = removeVMSocket(r.layout.lb(qm.Namespace, s.clusterName), n)
+			}
 		case stepRemoveDir:
 			err = os.RemoveAll(s.dir)
 			// The namespace's directory goes with its last machine.

@@ -28,14 +28,15 @@ type Options struct {
 	Dir string
 	// ImageCacheDir holds built guest images; empty means <Dir>/_images.
 	ImageCacheDir string
-	// Binary is the capstan binary started as `node lb` and put into the
-	// guest at /opt/capstan/capstan; empty means the running executable.
+	// Binary is the capstan binary started as `node lb`; empty means the
+	// running executable.
 	Binary string
 	// MaxConcurrentReconciles per controller; 0 means 10.
 	MaxConcurrentReconciles int
-	// BuildImage provides the guest image; nil means image.Ensure. Tests
-	// replace it to drive a build's progress and outcome.
-	BuildImage func(ctx context.Context, o image.Options) (image.Image, error)
+	// BuildImage provides the node image of a Kubernetes version; nil
+	// means image.EnsureNode. Tests replace it to drive a build's progress
+	// and outcome.
+	BuildImage func(ctx context.Context, o image.NodeOptions) (image.Image, error)
 }
 
 // Controller names, as they appear in logs and metrics.
@@ -78,7 +79,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 	}
 	ensure := o.BuildImage
 	if ensure == nil {
-		ensure = image.Ensure
+		ensure = image.EnsureNode
 	}
 	// A host without QEMU or the image tools still runs the manager (the
 	// provider is on in every capstan up); say so once here, and each
@@ -102,11 +103,10 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 		return err
 	}
 	machines := &machineReconciler{
-		client: mgr.GetClient(), layout: l, notify: n,
+		client: mgr.GetClient(), layout: l, notify: n, hosts: &hostReservations{},
 		images: &images{
 			ctx: ctx, log: mgr.GetLogger().WithName("qemu-image"), ensure: ensure, wake: n.machine,
-			options: image.Options{CacheDir: cacheDir, CapstanBinary: binary},
-			waiters: map[client.ObjectKey]bool{},
+			options: image.NodeOptions{CacheDir: cacheDir},
 		},
 	}
 	return kit.SetupInfraMachine(mgr, kit.InfraController{Name: QEMUMachineController, Options: opts, Wake: n.machines},
@@ -128,4 +128,5 @@ func isQEMURef(ref clusterv1.ContractVersionedObjectReference, kind string) bool
 // provider's own conditions (no other controller writes them), so that a
 // status computed from a slightly stale read applies without a conflict.
 var ownedConditions = patch.OwnedConditions("capstan-qemu-provider",
-	qemuv1.ReadyCondition, qemuv1.LoadBalancerReadyCondition, qemuv1.VMProvisionedCondition, clusterv1.PausedCondition)
+	qemuv1.ReadyCondition, qemuv1.LoadBalancerReadyCondition, qemuv1.VMProvisionedCondition, qemuv1.BootstrapSucceededCondition,
+	clusterv1.PausedCondition)

@@ -2,8 +2,10 @@ package qemu
 
 import (
 	"context"
+	"path/filepath"
 	"sync"
 
+	"github.com/fsnotify/fsnotify"
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,8 +18,9 @@ import (
 
 // notifier turns the end of a process (a VM's QEMU, a load balancer) and
 // the progress of an image build into reconcile requests, through channels
-// that feed the controllers' channel sources. One goroutine waits per
-// process; none polls.
+// that feed the controllers' channel sources, and so does a write to a
+// VM's bootstrap report file. One goroutine waits per process or report
+// file; none polls.
 type notifier struct {
 	ctx      context.Context
 	log      logr.Logger
@@ -27,6 +30,12 @@ type notifier struct {
 	mu sync.Mutex
 	// waiting holds the VM directories and lock files a goroutine waits on.
 	waiting map[string]bool
+	// reports is the one inotify instance all report files share, made on
+	// first use: one per VM would soon reach the per-user limit of
+	// instances (128 by default). reportKeys maps each watched report file
+	// to its QEMUMachine.
+	reports    *fsnotify.Watcher
+	reportKeys map[string]client.ObjectKey
 }
 
 func newNotifier(ctx context.Context, log logr.Logger) *notifier {
@@ -35,6 +44,8 @@ func newNotifier(ctx context.Context, log logr.Logger) *notifier {
 		machines: make(chan event.GenericEvent, 1024),
 		clusters: make(chan event.GenericEvent, 1024),
 		waiting:  map[string]bool{},
+
+		reportKeys: map[string]client.ObjectKey{},
 	}
 }
 
@@ -104,4 +115,112 @@ func (n *notifier) watchLB(lockPath string, key client.ObjectKey) {
 		}
 		n.send(n.clusters, &qemuv1.QEMUCluster{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
 	}()
+}
+
+// watchReport wakes the QEMUMachine key whenever the guest writes to its
+// bootstrap report file path (vm.ReportLog), until the VM in path's
+// directory exits. The watch exists because the report comes minutes after
+// the VM starts, once kubeadm has run, long after the reconciles that
+// started it: without it the machine would learn of its bootstrap only at
+// its next periodic resync.
+func (n *notifier) watchReport(path string, key client.ObjectKey) {
+	if n.ctx.Err() != nil {
+		return
+	}
+	path = filepath.Clean(path)
+	// Prefixed: a report file's path must not be taken for a VM directory
+	// or lock file in waiting.
+	what := "report:" + path
+	if !n.claim(what) {
+		return
+	}
+	exited, err := vm.Exited(n.ctx, filepath.Dir(path))
+	if err != nil {
+		n.release(what)
+		n.log.Error(err, "Cannot wait for the VM to exit", "dir", filepath.Dir(path))
+		return
+	}
+	w, err := n.reportWatcher()
+	if err == nil {
+		n.mu.Lock()
+		n.reportKeys[path] = key
+		n.mu.Unlock()
+		if err = w.Add(path); err != nil {
+			n.mu.Lock()
+			delete(n.reportKeys, path)
+			n.mu.Unlock()
+		}
+	}
+	if err != nil {
+		n.release(what)
+		n.log.Error(err, "Cannot watch the VM's bootstrap report", "path", path)
+		return
+	}
+	go func() {
+		defer n.release(what)
+		// A report written before the watch began raised no event, and
+		// the reconcile that asked for the watch may have read the file
+		// just before it came.
+		if rep, _ := readBootstrapReport(path); rep.Reported {
+			n.machine(key)
+		}
+		select {
+		case <-exited:
+		case <-n.ctx.Done():
+		}
+		n.mu.Lock()
+		delete(n.reportKeys, path)
+		n.mu.Unlock()
+		// The VM's directory may be gone already, and its watch with it.
+		_ = w.Remove(path)
+	}()
+}
+
+// reportWatcher returns the inotify instance of report files, making it and
+// its relaying goroutine on first use.
+func (n *notifier) reportWatcher() (*fsnotify.Watcher, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.reports != nil {
+		return n.reports, nil
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, err
+	}
+	n.reports = w
+	go n.relayReports(w)
+	return w, nil
+}
+
+// relayReports wakes a machine on each write to its report file until the
+// notifier's context ends. The guest's serial port writes byte by byte, so
+// a report raises a burst of events; the controller's work queue folds the
+// requests of a burst together.
+func (n *notifier) relayReports(w *fsnotify.Watcher) {
+	defer w.Close()
+	for {
+		select {
+		case <-n.ctx.Done():
+			return
+		case err, ok := <-w.Errors:
+			if !ok {
+				return
+			}
+			n.log.Error(err, "Watching bootstrap reports")
+		case ev, ok := <-w.Events:
+			if !ok {
+				return
+			}
+			if !ev.Has(fsnotify.Write) {
+				continue
+			}
+			n.mu.Lock()
+			key, found := n.reportKeys[ev.Name]
+			n.mu.Unlock()
+			if found {
+				n.machine(key)
+			}
+		}
+	}
 }

@@ -81,6 +81,10 @@ const (
 	// report.
 	BootstrapSucceededReason = "BootstrapSucceeded"
 	BootstrapFailedReason    = "BootstrapFailed"
+	// WaitingForControlPlaneReason: a worker's VM waits while a
+	// control-plane VM of its cluster is still running its bootstrap (two
+	// emulated VMs booting at once starve each other of the host's CPU).
+	WaitingForControlPlaneReason = "WaitingForControlPlane"
 	// InvalidNetworkReason: the Cluster's Pod or Service ranges cannot be
 	// used with the VMs' networks.
 	InvalidNetworkReason = "InvalidNetwork"

@@ -19,6 +19,7 @@ import (
 	"github.com/go-logr/logr"
 
 	"capstan.dev/capstan/internal/providers/local/machinedir"
+	"capstan.dev/capstan/internal/providers/qemu/vswitch"
 )
 
 // Run serves the load balancer described by dir until ctx ends: it takes
@@ -40,7 +41,25 @@ func Run(ctx context.Context, dir string, log logr.Logger) error {
 	}
 	log.Info("Load balancer listening", "address", ln.Addr().String(), "machinesDir", cfg.MachinesDir)
 	b := New(cfg.MachinesDir, log)
-	return b.Serve(ctx, ln)
+	if cfg.CheckIntervalMillis > 0 {
+		b.CheckInterval = time.Duration(cfg.CheckIntervalMillis) * time.Millisecond
+	}
+	if cfg.CheckTimeoutMillis > 0 {
+		b.check.Timeout = time.Duration(cfg.CheckTimeoutMillis) * time.Millisecond
+	}
+	if cfg.SwitchSocket == "" {
+		return b.Serve(ctx, ln)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	switchDone := make(chan error, 1)
+	go func() { switchDone <- vswitch.Serve(ctx, cfg.SwitchSocket, log.WithName("switch")) }()
+	err = b.Serve(ctx, ln)
+	cancel()
+	if serr := <-switchDone; err == nil {
+		err = serr
+	}
+	return err
 }
 
 // Balancer proxies connections to the healthy backends found in a machines
@@ -66,7 +85,27 @@ type Balancer struct {
 
 type backend struct {
 	healthy bool
-	stop    context.CancelFunc
+	// failures counts the checks failed in a row.
+	failures int
+	stop     context.CancelFunc
+}
+
+// failuresToDown is how many checks in a row a healthy backend must fail
+// to get no new connections: one slow answer from a loaded API server is
+// not an outage.
+const failuresToDown = 3
+
+// nextHealth is a backend's health after a check: up at its first passed
+// check, down after failuresToDown failed ones in a row.
+func nextHealth(healthy bool, failures int, passed bool) (bool, int) {
+	if passed {
+		return true, 0
+	}
+	failures++
+	if failures >= failuresToDown {
+		return false, failures
+	}
+	return healthy, failures
 }
 
 // New returns a balancer over the endpoint files in machinesDir.
@@ -154,11 +193,19 @@ func (b *Balancer) healthyLocked() []string {
 }
 
 // pick returns the healthy backends in the order to try them: round-robin
-// from the next one.
+// from the next one. With none healthy it tries every known backend: a
+// lone API server too slow to pass its checks may still serve a client
+// that waits, and refusing the client outright helps nobody.
 func (b *Balancer) pick() []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	healthy := b.healthyLocked()
+	if len(healthy) == 0 {
+		for addr := range b.backends {
+			healthy = append(healthy, addr)
+		}
+		sort.Strings(healthy)
+	}
 	if len(healthy) == 0 {
 		return nil
 	}
@@ -280,10 +327,11 @@ func (b *Balancer) checkLoop(ctx context.Context, addr string, be *backend) {
 			b.mu.Unlock()
 			return
 		}
-		if ok != be.healthy {
-			b.log.Info("Backend health changed", "backend", addr, "healthy", ok)
+		healthy, failures := nextHealth(be.healthy, be.failures, ok)
+		if healthy != be.healthy {
+			b.log.Info("Backend health changed", "backend", addr, "healthy", healthy)
 		}
-		be.healthy = ok
+		be.healthy, be.failures = healthy, failures
 		b.mu.Unlock()
 		select {
 		case <-ctx.Done():

@@ -306,3 +306,42 @@ func TestRunRefusesSecondInstance(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestNextHealth(t *testing.T) {
+	for _, c := range []struct {
+		healthy      bool
+		failures     int
+		passed       bool
+		wantHealthy  bool
+		wantFailures int
+	}{
+		{false, 0, true, true, 0},  // up at the first passed check
+		{true, 2, true, true, 0},   // a pass clears the count
+		{true, 0, false, true, 1},  // one slow answer is not an outage
+		{true, 1, false, true, 2},  // nor two
+		{true, 2, false, false, 3}, // the third in a row is
+		{false, 5, false, false, 6},
+	} {
+		h, f := nextHealth(c.healthy, c.failures, c.passed)
+		if h != c.wantHealthy || f != c.wantFailures {
+			t.Errorf("nextHealth(%v, %d, %v) = %v, %d; want %v, %d", c.healthy, c.failures, c.passed, h, f, c.wantHealthy, c.wantFailures)
+		}
+	}
+}
+
+// TestNoHealthyBackendTriesTheKnownOnes: a lone backend failing its checks
+// (a starved API server answering /readyz late) still gets the clients
+// that come, rather than their connections closed unanswered.
+func TestNoHealthyBackendTriesTheKnownOnes(t *testing.T) {
+	m, addr := startLB(t)
+	a := newFakeAPIServer(t, "a")
+	a.ready.Store(false)
+	m.publish(t, "m-a", a.addr())
+	fixture.Eventually(t, "the unready backend answers through the balancer", 10*time.Second, func(context.Context) string {
+		got, err := who(client(false), addr)
+		if err != nil {
+			return err.Error()
+		}
+		return fixture.Unless(got == "a", "answered by "+got)
+	})
+}

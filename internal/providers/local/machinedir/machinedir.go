@@ -192,6 +192,15 @@ type LBConfig struct {
 	Port int32 `json:"port"`
 	// MachinesDir holds one directory per machine of the cluster.
 	MachinesDir string `json:"machinesDir"`
+	// CheckIntervalMillis and CheckTimeoutMillis pace the backends'
+	// health checks; zero means the balancer's defaults. An emulated API
+	// server answers slowly: checking it often only adds to its load.
+	CheckIntervalMillis int32 `json:"checkIntervalMillis,omitempty"`
+	CheckTimeoutMillis  int32 `json:"checkTimeoutMillis,omitempty"`
+	// SwitchSocket, when set, is the unix datagram socket of the
+	// cluster's Ethernet segment (package vswitch), which the load
+	// balancer's process serves beside the proxy.
+	SwitchSocket string `json:"switchSocket,omitempty"`
 }
 
 // ReadLBConfig reads dir/lb.json and checks it.
@@ -210,6 +219,11 @@ func ReadLBConfig(dir string) (LBConfig, error) {
 	}
 	if c.MachinesDir == "" {
 		return c, fmt.Errorf("%s: machinesDir is empty", path)
+	}
+	for name, v := range map[string]int32{"checkIntervalMillis": c.CheckIntervalMillis, "checkTimeoutMillis": c.CheckTimeoutMillis} {
+		if v < 0 || v > 600000 {
+			return c, fmt.Errorf("%s: %s %d is outside 0-600000 (0 means the default)", path, name, v)
+		}
 	}
 	return c, nil
 }

@@ -50,9 +50,12 @@ type Node struct {
 	ContainerdUnit string
 	// Crictl is the CRI command-line client.
 	Crictl string
+	// Echo is the program of EchoImage, the end-to-end tests' workload.
+	Echo string
 	// Images are the image references kubeadm of this version pulls, by
 	// component: kube-apiserver, kube-controller-manager, kube-scheduler,
-	// kube-proxy, etcd, coredns, pause.
+	// kube-proxy, etcd, coredns, pause; and under EchoImageKey ("echo"),
+	// EchoImage, which no kubeadm pulls but a node holds all the same.
 	Images map[string]string
 }
 
@@ -127,6 +130,11 @@ func Ensure(ctx context.Context, o Options, version string) (Node, error) {
 	if n.Pause, err = buildPause(ctx, o, version, tagOf(n.Images["pause"])); err != nil {
 		return Node{}, err
 	}
+	if dir, err = Build(ctx, o, EchoPart()); err != nil {
+		return Node{}, err
+	}
+	n.Echo = filepath.Join(dir, "echo")
+	n.Images[EchoImageKey] = EchoImage
 	return n, nil
 }
 

@@ -50,9 +50,12 @@ func nodeRecipeID(node components.Node) string {
 	for _, f := range nodeGuestFiles(node) {
 		fmt.Fprintf(h, "file %s %o %q\n", f.path, f.mode, f.content)
 	}
-	for _, p := range []string{node.Kube, node.Etcd, node.CoreDNS, node.Pause, node.ContainerdDir, node.Crictl} {
+	for _, p := range []string{node.Kube, node.Etcd, node.CoreDNS, node.Pause, node.ContainerdDir, node.Crictl, node.Echo} {
 		fmt.Fprintf(h, "part %s\n", filepath.Base(filepath.Dir(p))+"/"+filepath.Base(p))
 	}
+	// kubeadm's image names follow from the Kubernetes version, already
+	// hashed; the echo image's is Capstan's own and may change alone.
+	fmt.Fprintf(h, "image %s %s\n", components.EchoImageKey, node.Images[components.EchoImageKey])
 	unit, _ := os.ReadFile(node.ContainerdUnit)
 	fmt.Fprintf(h, "containerd unit %q\n", unit)
 	return "node-" + node.KubernetesVersion + "-" + hex.EncodeToString(h.Sum(nil))[:12]
@@ -212,6 +215,43 @@ func nodeGuestFiles(node components.Node) []guestFile {
 		{"/etc/crictl.yaml", 0o644, "runtime-endpoint: unix:///run/containerd/containerd.sock\nimage-endpoint: unix:///run/containerd/containerd.sock\n"},
 		{"/usr/lib/systemd/system/kubelet.service", 0o644, kubeletUnit},
 		{"/usr/lib/systemd/system/kubelet.service.d/10-kubeadm.conf", 0o644, kubeletKubeadmDropIn},
+		// The bootstrap report: once cloud-init's final stage (which runs
+		// the Machine's bootstrap data, kubeadm) has ended, one line on the
+		// second serial port, which the host appends to the VM's report
+		// file and the QEMU provider reads (readBootstrapReport). The
+		// sentinel is Cluster API's bootstrap contract: the bootstrap data
+		// touches it when kubeadm succeeded.
+		{"/usr/local/sbin/capstan-bootstrap-report", 0o755, `#!/bin/sh
+# Reports to the host, on ttyS1, how this machine's bootstrap ended.
+sentinel=/run/cluster-api/bootstrap-success.complete
+# The unit runs after cloud-final.service; waiting again costs nothing and
+# keeps the report final however the script was started.
+cloud-init status --wait >/dev/null 2>&1
+if [ -e "$sentinel" ]; then
+	line='capstan-bootstrap: succeeded'
+else
+	# cloud-init's own account (status, errors) on one short line,
+	# without its timestamp.
+	said=$(cloud-init status --long 2>&1 | sed '/^time:/d' | tr -s '[:space:]' ' ' | cut -c1-300)
+	line="capstan-bootstrap: failed: cloud-init finished but $sentinel is missing; cloud-init says: ${said% }"
+fi
+printf '%s\n' "$line" >/dev/ttyS1
+`},
+		{"/usr/lib/systemd/system/capstan-bootstrap-report.service", 0o644, `[Unit]
+Description=Report the bootstrap's result to the host on ttyS1
+# Pulled in by cloud-final.service (see its drop-in) and ordered after it,
+# whether it succeeds or fails, so the report comes once bootstrap ended.
+After=cloud-final.service
+
+[Service]
+Type=oneshot
+ExecStart=/usr/local/sbin/capstan-bootstrap-report
+TimeoutStartSec=infinity
+`},
+		// Enables the report with cloud-init's final stage. A drop-in, not
+		// an enable symlink: systemd ignores a .wants/ entry that is not a
+		// symlink, and guest files are regular files.
+		{"/usr/lib/systemd/system/cloud-final.service.d/50-capstan-bootstrap-report.conf", 0o644, "[Unit]\nWants=capstan-bootstrap-report.service\n"},
 	}
 }
 

@@ -26,11 +26,14 @@ var proxyTools = []string{
 	"/usr/lib/x86_64-linux-gnu/xtables",
 }
 
-// nodeImages are the container images kubeadm of node's version pulls,
-// under the names it pulls them by. The Kubernetes components share one
-// layer (the multi-call binary) and differ by a link of their name to it;
-// kube-proxy's adds iptables from rootfs.
-func nodeImages(rootfs string, node components.Node) ([]oci.Image, error) {
+// NodeImages are the container images a node image holds: those kubeadm of
+// node's version pulls, under the names it pulls them by, and the echo
+// program's, under components.EchoImage. The Kubernetes components share
+// one layer (the multi-call binary) and differ by a link of their name to
+// it; kube-proxy's adds iptables from rootfs (the guest's root file system).
+// Exported so that a test can see what a node will hold without building
+// one.
+func NodeImages(rootfs string, node components.Node) ([]oci.Image, error) {
 	kube := []oci.File{{Path: "/usr/local/bin/kube", Mode: 0o755, Source: node.Kube}}
 	var images []oci.Image
 	for _, name := range []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy"} {
@@ -63,17 +66,32 @@ func nodeImages(rootfs string, node components.Node) ([]oci.Image, error) {
 			Layers: [][]oci.File{{{Path: "/pause", Mode: 0o755, Source: node.Pause}}},
 			Config: oci.Config{Entrypoint: []string{"/pause"}},
 		},
+		// A workload's image: its static program alone, run as nobody
+		// (it listens on 8080, no privilege needed; a numeric user needs
+		// no /etc/passwd).
+		oci.Image{
+			Name:   node.Images[components.EchoImageKey],
+			Layers: [][]oci.File{{{Path: "/echo", Mode: 0o755, Source: node.Echo}}},
+			Config: oci.Config{Entrypoint: []string{"/echo"}, User: "65534:65534"},
+		},
 	)
+	// An image without a name would be imported but never found by
+	// the Pods that name it: a Node not made by components.Ensure.
+	for _, img := range images {
+		if img.Name == "" {
+			return nil, fmt.Errorf("image: the node of Kubernetes %s names no image for %s: build it with components.Ensure, which names every one", node.KubernetesVersion, img.Config.Entrypoint[0])
+		}
+	}
 	return images, nil
 }
 
-// preloadImages puts kubeadm's images into the containerd store of rootfs,
+// preloadImages puts NodeImages into the containerd store of rootfs,
 // unpacked, as the guest's containerd will find them: the node's own
 // containerd runs on the host for a moment with rootfs's store as its root
 // and imports them. Unpacking on the host takes seconds; in an emulated
 // guest it took minutes.
 func preloadImages(ctx context.Context, rootfs string, node components.Node) error {
-	images, err := nodeImages(rootfs, node)
+	images, err := NodeImages(rootfs, node)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,89 @@
+package image
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"capstan.dev/capstan/internal/providers/qemu/components"
+)
+
+// The node image's bootstrap report script writes the one line the QEMU
+// provider parses. It runs here under the host's sh with a fake cloud-init
+// and its guest paths moved into a temporary directory.
+func TestBootstrapReportScript(t *testing.T) {
+	files := map[string]string{}
+	for _, f := range nodeGuestFiles(components.Node{}) {
+		files[f.path] = f.content
+	}
+	script := files["/usr/local/sbin/capstan-bootstrap-report"]
+	if script == "" {
+		t.Fatal("the node image has no /usr/local/sbin/capstan-bootstrap-report")
+	}
+	if !strings.Contains(files["/usr/lib/systemd/system/cloud-final.service.d/50-capstan-bootstrap-report.conf"], "Wants=capstan-bootstrap-report.service") {
+		t.Error("cloud-final.service does not pull in capstan-bootstrap-report.service")
+	}
+	unit := files["/usr/lib/systemd/system/capstan-bootstrap-report.service"]
+	for _, want := range []string{"After=cloud-final.service", "ExecStart=/usr/local/sbin/capstan-bootstrap-report"} {
+		if !strings.Contains(unit, want) {
+			t.Errorf("capstan-bootstrap-report.service lacks %q", want)
+		}
+	}
+
+	fakeCloudInit := "#!/bin/sh\n" +
+		"case \"$*\" in\n" +
+		"'status --wait') echo status: error ;;\n" +
+		"'status --long') cat <<'END'\n" +
+		"status: error\n" +
+		"time: Mon, 01 Jan 2024 00:00:00 +0000\n" +
+		"detail:\n" +
+		"('scripts_user', RuntimeError('Runparts: 1 failures (runcmd)'))\n" +
+		"END\n" +
+		";;\n" +
+		"*) echo unexpected \"$*\" >&2; exit 2 ;;\n" +
+		"esac\n"
+	tests := []struct {
+		name     string
+		sentinel bool
+		want     string
+	}{
+		{name: "success", sentinel: true, want: "capstan-bootstrap: succeeded\n"},
+		{name: "failure quotes cloud-init", want: "capstan-bootstrap: failed: cloud-init finished but SENTINEL is missing; " +
+			"cloud-init says: status: error detail: ('scripts_user', RuntimeError('Runparts: 1 failures (runcmd)'))\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			bin := filepath.Join(dir, "bin")
+			if err := os.Mkdir(bin, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(bin, "cloud-init"), []byte(fakeCloudInit), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			sentinel := filepath.Join(dir, "bootstrap-success.complete")
+			if tc.sentinel {
+				if err := os.WriteFile(sentinel, []byte("success\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			port := filepath.Join(dir, "ttyS1")
+			s := strings.ReplaceAll(script, "/run/cluster-api/bootstrap-success.complete", sentinel)
+			s = strings.ReplaceAll(s, "/dev/ttyS1", port)
+			cmd := exec.Command("sh", "-c", s)
+			cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("the script failed: %v: %s", err, out)
+			}
+			got, err := os.ReadFile(port)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := strings.ReplaceAll(tc.want, "SENTINEL", sentinel); string(got) != want {
+				t.Errorf("the script wrote %q, want %q", got, want)
+			}
+		})
+	}
+}
