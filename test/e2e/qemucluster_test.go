@@ -61,9 +61,10 @@ const vmNetwork = "172.31.0.0/24"
 //
 // It needs QEMU and the image tools on the host (under CI=true their
 // absence fails it) and builds the guest image on its first run, into the
-// cache the QEMU tests share (fixture.QEMUImageCache). The VMs get one vCPU
-// each: the guests are emulated (TCG) and CI hosts have few cores, hence
-// the long waits. Each wait is cut to what is left before go test's
+// cache the QEMU tests share (fixture.QEMUImageCache). The control plane
+// gets two vCPUs (an idle emulated control plane keeps about 1.7 busy), the
+// workers one: the guests are emulated (TCG) and CI hosts have few cores,
+// hence the long waits. Each wait is cut to what is left before go test's
 // -timeout (budget), so that a slow run fails with its reason and its VMs
 // are still stopped.
 func TestQEMUClusterLifecycle(t *testing.T) {
@@ -78,16 +79,16 @@ func TestQEMUClusterLifecycle(t *testing.T) {
 	// killed VM is replaced soon; a new worker gets 20 minutes to join, as
 	// an emulated VM on a loaded host may need, so that the health check
 	// does not replace one that is only slow.
-	if err := os.WriteFile(config, []byte("CONTROL_PLANE_MACHINE_CPUS: 1\nCONTROL_PLANE_MACHINE_MEMORY_MIB: 2048\nWORKER_MACHINE_CPUS: 1\nWORKER_MACHINE_MEMORY_MIB: 1024\n"+
+	if err := os.WriteFile(config, []byte("CONTROL_PLANE_MACHINE_CPUS: 2\nCONTROL_PLANE_MACHINE_MEMORY_MIB: 2048\nWORKER_MACHINE_CPUS: 1\nWORKER_MACHINE_MEMORY_MIB: 1024\n"+
 		"WORKER_UNHEALTHY_TIMEOUT_SECONDS: 30\nWORKER_NODE_STARTUP_TIMEOUT_SECONDS: 1200\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	// The first machine waits for the guest image: built on the cache's
 	// first run (each step then shows in the output), reused after.
 	started := time.Now()
-	// Within --cluster-timeout's default for QEMU (30 minutes) and the
+	// Within --cluster-timeout's default for QEMU (45 minutes) and the
 	// plane's start.
-	out, code := capstanWithin(t, budget(t, 35*time.Minute), "up", "--state-dir", p.dir, "--qemu-image-cache", fixture.QEMUImageCache(t),
+	out, code := capstanWithin(t, budget(t, 50*time.Minute), "up", "--state-dir", p.dir, "--qemu-image-cache", fixture.QEMUImageCache(t),
 		"--cluster", "vms", "--infrastructure", "qemu", "--config", config)
 	t.Logf("capstan up --cluster vms --infrastructure qemu (1 control plane + 1 worker) took %.0fs:\n%s", time.Since(started).Seconds(), out)
 	if code != 0 {
