@@ -39,7 +39,7 @@ generate:
 # so they run last, alone. Any part failing fails the target. -count=1: the
 # tests run the capstan binary, which Go's test cache does not track, so a
 # cached pass could be one of an older build.
-E2E_PARALLEL ?= 6
+E2E_PARALLEL ?= 3
 QEMU_E2E     := ^TestQEMUCluster
 test: build
 	@interop=$$(mktemp -d); \

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -57,10 +58,17 @@ func TestLocalEtcdThroughPortForward(t *testing.T) {
 	if port := node.Status.DaemonEndpoints.KubeletEndpoint.Port; port == 0 || port == 10250 {
 		t.Errorf("Node %s reports kubelet port %d, not the port its kubelet API listens on", node.Name, port)
 	}
-	pod, err := wl.CoreV1().Pods("kube-system").Get(ctx, "etcd-"+node.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The kubelet creates the static Pod's mirror after its Node is Ready,
+	// a moment later on a loaded host.
+	pod := &corev1.Pod{}
+	fixture.Eventually(t, "the etcd Pod's mirror", time.Minute, func(ctx context.Context) string {
+		p, err := wl.CoreV1().Pods("kube-system").Get(ctx, "etcd-"+node.Name, metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		pod = p
+		return ""
+	})
 	if pod.Labels["component"] != "etcd" || pod.Labels["tier"] != "control-plane" || pod.Spec.NodeName != node.Name {
 		t.Errorf("etcd Pod labels %v node %q", pod.Labels, pod.Spec.NodeName)
 	}
