@@ -149,8 +149,9 @@ type QEMUMachineStatus struct {
 }
 
 // QEMUMachine is the infrastructure of one Machine: a QEMU virtual machine
-// on the management host that boots the Capstan guest image with the
-// Machine's bootstrap data as its cloud-init user-data.
+// on the management host that boots the node image of the Machine's
+// Kubernetes version with the Machine's bootstrap data as its cloud-init
+// user-data.
 // +kubebuilder:object:root=true
 // +kubebuilder:storageversion
 // +kubebuilder:subresource:status

@@ -3,7 +3,8 @@
 // sources on the Go module proxy: upstream's kubeadm, kubelet, kubectl,
 // kube-apiserver, kube-controller-manager, kube-scheduler and kube-proxy
 // (one multi-call binary, as hyperkube was), etcd, CoreDNS, the pause
-// program, containerd with its runc shim, runc and crictl.
+// program, containerd with its runc shim, and crictl (runc itself is
+// Debian's package).
 //
 // Each build is a small Go module written into a temporary directory —
 // requirements, and for the Kubernetes binary a main that dispatches on its

@@ -1,10 +1,15 @@
-// Package image builds the Debian guest image the QEMU provider boots, from
-// Debian packages alone, once per recipe, and keeps it in a cache directory.
+// Package image builds the Debian images the QEMU provider's VMs boot and
+// keeps them in a cache directory, once per recipe.
 //
-// In the guest the image provides: cloud-init (NoCloud only), systemd,
-// openssh, nftables; the Capstan binary at /opt/capstan/capstan, a read-only
-// 9p share of a per-binary directory, so a new Capstan build reaches the
-// guest without rebuilding the image; and /usr/local/bin/kubeadm, a shim
-// running `/opt/capstan/capstan kubeadm "$@"`. docs/qemu-guest.md describes
-// the recipe and the cache.
+// EnsureNode builds the image of a real Kubernetes node of one version:
+// Debian's base system (cloud-init, NoCloud only; systemd, nftables),
+// upstream kubeadm, kubelet and kubectl, containerd and crictl (package
+// components builds them from the Go module proxy), Debian's runc and CNI
+// plugins, and kubeadm's container images already in containerd's store.
+// The provider boots these only.
+//
+// Ensure builds the smaller guest of Capstan's own node programs (the
+// Capstan binary on a read-only 9p share and a kubeadm shim running it),
+// which the vm package's tests boot. docs/qemu-guest.md describes the
+// recipes and the cache.
 package image
