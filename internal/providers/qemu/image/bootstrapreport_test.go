@@ -72,17 +72,30 @@ func TestBootstrapReportScript(t *testing.T) {
 			port := filepath.Join(dir, "ttyS1")
 			s := strings.ReplaceAll(script, "/run/cluster-api/bootstrap-success.complete", sentinel)
 			s = strings.ReplaceAll(s, "/dev/ttyS1", port)
-			cmd := exec.Command("sh", "-c", s)
-			cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
-			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Fatalf("the script failed: %v: %s", err, out)
+			s = strings.ReplaceAll(s, "/var/lib/capstan/", filepath.Join(dir, "state")+"/")
+			run := func() {
+				t.Helper()
+				cmd := exec.Command("sh", "-c", s)
+				cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("the script failed: %v: %s", err, out)
+				}
 			}
+			run()
+			want := strings.ReplaceAll(tc.want, "SENTINEL", sentinel)
 			got, err := os.ReadFile(port)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := strings.ReplaceAll(tc.want, "SENTINEL", sentinel); string(got) != want {
+			if string(got) != want {
 				t.Errorf("the script wrote %q, want %q", got, want)
+			}
+			// A later boot: the sentinel in /run is gone, the report
+			// stands as it was.
+			_ = os.Remove(sentinel)
+			run()
+			if got, _ := os.ReadFile(port); string(got) != want {
+				t.Errorf("after a reboot the port holds %q, want the first report only %q", got, want)
 			}
 		})
 	}

@@ -222,8 +222,13 @@ func nodeGuestFiles(node components.Node) []guestFile {
 		// sentinel is Cluster API's bootstrap contract: the bootstrap data
 		// touches it when kubeadm succeeded.
 		{"/usr/local/sbin/capstan-bootstrap-report", 0o755, `#!/bin/sh
-# Reports to the host, on ttyS1, how this machine's bootstrap ended.
+# Reports to the host, on ttyS1, how this machine's bootstrap ended: once,
+# at the boot that ran it. The sentinel lives in /run, so at a later boot
+# of the same disk it is gone though the bootstrap succeeded; the host
+# keeps the first report.
 sentinel=/run/cluster-api/bootstrap-success.complete
+reported=/var/lib/capstan/bootstrap-reported
+[ -e "$reported" ] && exit 0
 # The unit runs after cloud-final.service; waiting again costs nothing and
 # keeps the report final however the script was started.
 cloud-init status --wait >/dev/null 2>&1
@@ -236,6 +241,7 @@ else
 	line="capstan-bootstrap: failed: cloud-init finished but $sentinel is missing; cloud-init says: ${said% }"
 fi
 printf '%s\n' "$line" >/dev/ttyS1
+mkdir -p "${reported%/*}" && : >"$reported"
 `},
 		{"/usr/lib/systemd/system/capstan-bootstrap-report.service", 0o644, `[Unit]
 Description=Report the bootstrap's result to the host on ttyS1
