@@ -1,6 +1,7 @@
 package qemu
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"syscall"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"capstan.dev/capstan/internal/providers/qemu/vm"
 )
@@ -257,4 +259,25 @@ func (h *hostReservations) release(key client.ObjectKey) {
 	h.mu.Lock()
 	delete(h.byKey, key)
 	h.mu.Unlock()
+}
+
+// userDataBootcmd tells whether a cloud-config sets bootcmd (a
+// KubeadmConfig's bootCommands): cloud-init's merge would then drop the
+// vendor-data's bootcmd, which sets up the node's network, and the node
+// could never join. Data that is not a cloud-config (a script, MIME) is
+// left alone.
+func userDataBootcmd(data []byte) bool {
+	// The kubeadm bootstrap's data is a jinja template of a cloud-config.
+	if rest, ok := bytes.CutPrefix(data, []byte("## template: jinja\n")); ok {
+		data = rest
+	}
+	if !bytes.HasPrefix(data, []byte("#cloud-config")) {
+		return false
+	}
+	var top map[string]any
+	if err := yaml.Unmarshal(data, &top); err != nil {
+		return false
+	}
+	_, ok := top["bootcmd"]
+	return ok
 }

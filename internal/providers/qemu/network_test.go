@@ -111,3 +111,18 @@ func TestHostReservations(t *testing.T) {
 		t.Fatalf("c got %d, want a's released 3", n)
 	}
 }
+
+func TestUserDataBootcmd(t *testing.T) {
+	for data, want := range map[string]bool{
+		"#cloud-config\nruncmd: [true]\n":                                      false,
+		"#cloud-config\nbootcmd: [\"echo hi\"]\nruncmd: [true]\n":              true,
+		"#cloud-config\nwrite_files:\n- path: /x\n  content: \"bootcmd: 1\"\n": false,
+		"#!/bin/sh\nbootcmd=1\n":                                               false,
+		"## template: jinja\n#cloud-config\nbootcmd: [x]\n":                    true,
+		"## template: jinja\n#cloud-config\nruncmd: [x]\n":                     false,
+	} {
+		if got := userDataBootcmd([]byte(data)); got != want {
+			t.Errorf("userDataBootcmd(%q) = %v, want %v", data, got, want)
+		}
+	}
+}

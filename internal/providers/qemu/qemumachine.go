@@ -167,6 +167,11 @@ func (r *machineReconciler) start(ctx context.Context, s *machineScope, qc *qemu
 	if data == nil || err != nil {
 		return res, false, err
 	}
+	if userDataBootcmd(data) {
+		setVM(qm, metav1.ConditionFalse, qemuv1.StartFailedReason, fmt.Sprintf(
+			"the bootstrap data of Machine %s sets bootcmd (the KubeadmConfig's spec.bootCommands), which would replace the commands that set up a QEMU node's network: move them to spec.preKubeadmCommands", machine.Name))
+		return ctrl.Result{}, false, nil
+	}
 	version := machine.Spec.Version
 	if version == "" {
 		setVM(qm, metav1.ConditionFalse, qemuv1.StartFailedReason, fmt.Sprintf("Machine %s has no spec.version: a QEMU machine boots the node image of its Kubernetes version", machine.Name))
