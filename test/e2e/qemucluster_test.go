@@ -75,12 +75,14 @@ func TestQEMUClusterLifecycle(t *testing.T) {
 	p := newPlane(t)
 	ctx := context.Background()
 	config := filepath.Join(t.TempDir(), "vms.yaml")
-	// A worker whose Node is not Ready for 30 s is remediated, so that the
-	// killed VM is replaced soon; a new worker gets 20 minutes to join, as
+	// A worker whose Node is not Ready for 2 minutes is remediated, so that
+	// the killed VM is replaced soon; not sooner, since a Node that has just
+	// registered stays NotReady a while on a loaded host (with 30 s a new
+	// worker was replaced for it). A new worker gets 20 minutes to join, as
 	// an emulated VM on a loaded host may need, so that the health check
 	// does not replace one that is only slow.
 	if err := os.WriteFile(config, []byte("CONTROL_PLANE_MACHINE_CPUS: 2\nCONTROL_PLANE_MACHINE_MEMORY_MIB: 2048\nWORKER_MACHINE_CPUS: 1\nWORKER_MACHINE_MEMORY_MIB: 1024\n"+
-		"WORKER_UNHEALTHY_TIMEOUT_SECONDS: 30\nWORKER_NODE_STARTUP_TIMEOUT_SECONDS: 1200\n"), 0o600); err != nil {
+		"WORKER_UNHEALTHY_TIMEOUT_SECONDS: 120\nWORKER_NODE_STARTUP_TIMEOUT_SECONDS: 1200\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	// The first machine waits for the guest image: built on the cache's
@@ -468,10 +470,10 @@ func TestQEMUClusterLifecycle(t *testing.T) {
 		for _, status := range []corev1.ConditionStatus{corev1.ConditionUnknown, corev1.ConditionFalse} {
 			found := false
 			for _, c := range mhc.Spec.Checks.UnhealthyNodeConditions {
-				found = found || c.Type == corev1.NodeReady && c.Status == status && ptr.Deref(c.TimeoutSeconds, 0) == 30
+				found = found || c.Type == corev1.NodeReady && c.Status == status && ptr.Deref(c.TimeoutSeconds, 0) == 120
 			}
 			if !found {
-				t.Errorf("MachineHealthCheck vms-md-0 has no Ready=%s check of WORKER_UNHEALTHY_TIMEOUT_SECONDS (30 s): %+v", status, mhc.Spec.Checks.UnhealthyNodeConditions)
+				t.Errorf("MachineHealthCheck vms-md-0 has no Ready=%s check of WORKER_UNHEALTHY_TIMEOUT_SECONDS (120 s): %+v", status, mhc.Spec.Checks.UnhealthyNodeConditions)
 			}
 		}
 		list := &qemuv1.QEMUMachineList{}

@@ -25,7 +25,7 @@ const bootstrapReportPrefix = "capstan-bootstrap:"
 const reportWindow = 64 << 10
 
 // maxDetail bounds the guest's words quoted in a condition message.
-const maxDetail = 600
+const maxDetail = 1000
 
 // bootstrapReport is what the guest said of its bootstrap.
 type bootstrapReport struct {

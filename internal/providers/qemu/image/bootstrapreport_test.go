@@ -44,13 +44,24 @@ func TestBootstrapReportScript(t *testing.T) {
 		";;\n" +
 		"*) echo unexpected \"$*\" >&2; exit 2 ;;\n" +
 		"esac\n"
+	// What cloud-init's output log held after a kubeadm join that timed
+	// out: the reason, kubeadm's hint, and lines that are not errors.
+	joinOutput := "[preflight] Running pre-flight checks\n" +
+		"[kubelet-start] Waiting for the kubelet to perform the TLS Bootstrap\n" +
+		"error: error execution phase kubelet-start: timed out waiting for the condition\n" +
+		"To see the stack trace of this error execute with --v=5 or higher\n" +
+		"Cloud-init v. 22.4.2 finished at Mon, 01 Jan 2024 00:00:00 +0000\n"
 	tests := []struct {
 		name     string
 		sentinel bool
+		output   string
 		want     string
 	}{
-		{name: "success", sentinel: true, want: "capstan-bootstrap: succeeded\n"},
+		{name: "success", sentinel: true, output: joinOutput, want: "capstan-bootstrap: succeeded\n"},
 		{name: "failure quotes cloud-init", want: "capstan-bootstrap: failed: cloud-init finished but SENTINEL is missing; " +
+			"cloud-init says: status: error detail: ('scripts_user', RuntimeError('Runparts: 1 failures (runcmd)'))\n"},
+		{name: "failure quotes kubeadm's error first", output: joinOutput, want: "capstan-bootstrap: failed: cloud-init finished but SENTINEL is missing; " +
+			"the bootstrap commands printed: error: error execution phase kubelet-start: timed out waiting for the condition; " +
 			"cloud-init says: status: error detail: ('scripts_user', RuntimeError('Runparts: 1 failures (runcmd)'))\n"},
 	}
 	for _, tc := range tests {
@@ -69,9 +80,16 @@ func TestBootstrapReportScript(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			output := filepath.Join(dir, "cloud-init-output.log")
+			if tc.output != "" {
+				if err := os.WriteFile(output, []byte(tc.output), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
 			port := filepath.Join(dir, "ttyS1")
 			s := strings.ReplaceAll(script, "/run/cluster-api/bootstrap-success.complete", sentinel)
 			s = strings.ReplaceAll(s, "/dev/ttyS1", port)
+			s = strings.ReplaceAll(s, "/var/log/cloud-init-output.log", output)
 			s = strings.ReplaceAll(s, "/var/lib/capstan/", filepath.Join(dir, "state")+"/")
 			run := func() {
 				t.Helper()

@@ -235,10 +235,12 @@ cloud-init status --wait >/dev/null 2>&1
 if [ -e "$sentinel" ]; then
 	line='capstan-bootstrap: succeeded'
 else
-	# cloud-init's own account (status, errors) on one short line,
-	# without its timestamp.
+	# Why, on one short line: the last errors the bootstrap commands
+	# printed (kubeadm's reason), then cloud-init's own account (status,
+	# errors) without its timestamp.
+	printed=$(grep -i -E 'error|fatal|timed out' /var/log/cloud-init-output.log 2>/dev/null | grep -v 'stack trace' | tail -n 3 | tr -s '[:space:]' ' ' | cut -c1-400)
 	said=$(cloud-init status --long 2>&1 | sed '/^time:/d' | tr -s '[:space:]' ' ' | cut -c1-300)
-	line="capstan-bootstrap: failed: cloud-init finished but $sentinel is missing; cloud-init says: ${said% }"
+	line="capstan-bootstrap: failed: cloud-init finished but $sentinel is missing; ${printed:+the bootstrap commands printed: ${printed% }; }cloud-init says: ${said% }"
 fi
 printf '%s\n' "$line" >/dev/ttyS1
 mkdir -p "${reported%/*}" && : >"$reported"
