@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	"capstan.dev/capstan/internal/certs"
 	"capstan.dev/capstan/internal/manager"
 	"capstan.dev/capstan/internal/mgmt"
 	"capstan.dev/capstan/internal/providers/inmemory"
@@ -52,6 +54,10 @@ type Config struct {
 	// ClusterClass of the same shape (TopologyManifests) instead of the
 	// objects a generated manifest holds.
 	Topology bool
+	// KeyAlgorithm is every cluster's kubeadm encryptionAlgorithm, which
+	// its certificate authorities and credentials use; empty means
+	// kubeadm's default, RSA-2048.
+	KeyAlgorithm certs.KeyAlgorithm
 	// Hold, when set, is called once the run is measured, with the plane,
 	// the controllers and every cluster still running (the result names
 	// the kubeconfig), so that something else can look at a live fleet:
@@ -95,7 +101,23 @@ type Result struct {
 	ConflictsByVerbResource map[string]float64 `json:"conflictsByVerbResource,omitempty"`
 	ManagerCPUSeconds       float64            `json:"managerCPUSeconds"`
 	ManagerPeakRSSMiB       float64            `json:"managerPeakRSSMiB"`
+	// PlaneCPUSeconds and PlanePeakRSSMiB are the management plane's (API
+	// server and etcd, one process) when the run started its own.
+	PlaneCPUSeconds float64 `json:"planeCPUSeconds,omitempty"`
+	PlanePeakRSSMiB float64 `json:"planePeakRSSMiB,omitempty"`
 	ObjectsPerCluster       map[string]float64 `json:"objectsPerCluster"`
+	// KeyAlgorithm is the clusters' key algorithm; KeysPerCluster the
+	// private keys of that algorithm the manager generated during the run,
+	// per cluster (with ECDSA-P256 also the in-memory provider's two
+	// serving keys per cluster, which are always P-256).
+	KeyAlgorithm   certs.KeyAlgorithm `json:"keyAlgorithm"`
+	KeysPerCluster float64            `json:"keysPerCluster"`
+	// KeySeconds is what one key of KeyAlgorithm took on one CPU, measured
+	// before the run; KeyFloorSeconds is the least time the run's keys
+	// take on every CPU Go uses (keys × KeySeconds ÷ CPUs).
+	KeySeconds      float64 `json:"keySeconds"`
+	KeyFloorSeconds float64 `json:"keyFloorSeconds"`
+	CPUs            int     `json:"cpus"`
 	// Topology runs: TopologyAppliesPerMachine are the server-side applies
 	// of objects (not of a status) per Machine, which only the topology
 	// controller makes: its share of the writes, but for its patches of
@@ -113,7 +135,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 30 * time.Minute
 	}
-	restCfg, kubeconfig, stop, err := managementCluster(ctx, cfg)
+	if err := cfg.KeyAlgorithm.Validate(); err != nil {
+		return nil, fmt.Errorf("--key-algorithm: %w", err)
+	}
+	restCfg, kubeconfig, planePID, stop, err := managementCluster(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -160,11 +185,24 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	alg := cfg.KeyAlgorithm
+	if alg == "" {
+		alg = certs.DefaultKeyAlgorithm
+	}
+	if cfg.KeyAlgorithm != "" {
+		setKeyAlgorithm(objs, alg)
+	}
+	keySeconds, err := certs.KeyCost(alg, keySamples)
+	if err != nil {
+		return nil, err
+	}
+	keysBefore := certs.KeysGenerated()[alg]
 	before, err := ScrapeRequests(ctx, restCfg)
 	if err != nil {
 		return nil, err
 	}
 	cpuBefore := cpuSeconds()
+	planeCPUBefore := processCPUSeconds(planePID)
 	machines := cfg.Clusters * (1 + cfg.Workers)
 	res := &Result{Namespace: ns, Clusters: cfg.Clusters, Workers: cfg.Workers, Machines: machines, Delays: delays}
 
@@ -191,6 +229,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res.ManagerCPUSeconds = cpuSeconds() - cpuBefore
 	res.ManagerPeakRSSMiB = peakRSSMiB()
+	if planePID != 0 {
+		res.PlaneCPUSeconds = processCPUSeconds(planePID) - planeCPUBefore
+		res.PlanePeakRSSMiB = processPeakRSSMiB(planePID)
+	}
 	d := after.Minus(before)
 	res.Requests = d.Total()
 	res.Writes = d.Writes()
@@ -219,6 +261,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.ConflictPercent = 100 * res.Conflicts / res.Writes
 	}
 	res.ObjectsPerCluster = objectsPerCluster(ctx, direct, ns, cfg.Clusters)
+	keys := float64(certs.KeysGenerated()[alg] - keysBefore)
+	res.KeyAlgorithm, res.KeySeconds, res.CPUs = alg, keySeconds.Seconds(), runtime.GOMAXPROCS(0)
+	res.KeysPerCluster = keys / float64(cfg.Clusters)
+	res.KeyFloorSeconds = keys * res.KeySeconds / float64(res.CPUs)
 	if cfg.Hold != nil {
 		res.Kubeconfig = kubeconfig
 		if err := cfg.Hold(ctx, res); err != nil {
@@ -275,36 +321,36 @@ func cleanUp(ctx context.Context, c client.Client, ns string, progress io.Writer
 
 // managementCluster is the plane to run against, its kubeconfig file, and
 // how to let it go.
-func managementCluster(ctx context.Context, cfg Config) (*rest.Config, string, func(), error) {
+func managementCluster(ctx context.Context, cfg Config) (*rest.Config, string, int, func(), error) {
 	if cfg.Kubeconfig != "" {
 		restCfg, err := clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
 		if err != nil {
-			return nil, "", nil, fmt.Errorf("--kubeconfig %s: %w", cfg.Kubeconfig, err)
+			return nil, "", 0, nil, fmt.Errorf("--kubeconfig %s: %w", cfg.Kubeconfig, err)
 		}
 		// The in-memory kinds may be new to that cluster.
 		if err := mgmt.InstallCRDs(ctx, restCfg); err != nil {
-			return nil, "", nil, err
+			return nil, "", 0, nil, err
 		}
-		return restCfg, cfg.Kubeconfig, func() {}, nil
+		return restCfg, cfg.Kubeconfig, 0, func() {}, nil
 	}
 	bin := cfg.Binary
 	if bin == "" {
 		var err error
 		if bin, err = os.Executable(); err != nil {
-			return nil, "", nil, err
+			return nil, "", 0, nil, err
 		}
 	}
 	p, err := startPlane(bin)
 	if err != nil {
-		return nil, "", nil, err
+		return nil, "", 0, nil, err
 	}
 	restCfg, err := clientcmd.BuildConfigFromFlags("", p.kubeconfig)
 	if err != nil {
 		p.stop()
-		return nil, "", nil, err
+		return nil, "", 0, nil, err
 	}
 	restCfg.QPS, restCfg.Burst = 1000, 2000
-	return restCfg, p.kubeconfig, p.stop, nil
+	return restCfg, p.kubeconfig, p.cmd.Process.Pid, p.stop, nil
 }
 
 // shared is the run's namespace; perCluster is one cluster as a generated
@@ -368,6 +414,27 @@ spec:
         configRef: {apiGroup: bootstrap.cluster.x-k8s.io, kind: KubeadmConfigTemplate, name: NAME-worker}
       infrastructureRef: {apiGroup: infrastructure.cluster.x-k8s.io, kind: InMemoryMachineTemplate, name: NAME}
 `
+
+// keySamples is how many keys measure one key's cost: RSA key generation
+// time varies a lot from key to key.
+const keySamples = 8
+
+// setKeyAlgorithm sets alg as the kubeadm encryptionAlgorithm of every
+// KubeadmControlPlane and KubeadmControlPlaneTemplate in objs.
+func setKeyAlgorithm(objs []*unstructured.Unstructured, alg certs.KeyAlgorithm) {
+	for _, o := range objs {
+		var path []string
+		switch o.GetKind() {
+		case "KubeadmControlPlane":
+			path = []string{"spec", "kubeadmConfigSpec", "clusterConfiguration", "encryptionAlgorithm"}
+		case "KubeadmControlPlaneTemplate":
+			path = []string{"spec", "template", "spec", "kubeadmConfigSpec", "clusterConfiguration", "encryptionAlgorithm"}
+		default:
+			continue
+		}
+		_ = unstructured.SetNestedField(o.Object, string(alg), path...)
+	}
+}
 
 // Manifests are a run's objects: the namespace, then every cluster's
 // (named c0, c1, ...).
@@ -530,6 +597,11 @@ func (r *Result) Table(w io.Writer) {
 	fmt.Fprintf(w, "  409 conflicts:         %.0f (%.2f%% of writes)\n", r.Conflicts, r.ConflictPercent)
 	fmt.Fprintf(w, "  manager CPU:           %.1fs\n", r.ManagerCPUSeconds)
 	fmt.Fprintf(w, "  manager peak RSS:      %.0f MiB\n", r.ManagerPeakRSSMiB)
+	if r.PlanePeakRSSMiB > 0 {
+		fmt.Fprintf(w, "  API server + etcd:     CPU %.1fs, peak RSS %.0f MiB\n", r.PlaneCPUSeconds, r.PlanePeakRSSMiB)
+	}
+	fmt.Fprintf(w, "  keys generated:        %.1f per cluster (%s, %.3fs each on one CPU; all of them take at least %.1fs on %d CPUs)\n",
+		r.KeysPerCluster, r.KeyAlgorithm, r.KeySeconds, r.KeyFloorSeconds, r.CPUs)
 	fmt.Fprintln(w, "  writes per Machine by verb and resource:")
 	for _, k := range byCount(r.WritesByVerbResource) {
 		c := ""

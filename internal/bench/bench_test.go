@@ -71,9 +71,20 @@ func TestScaleWritesPerMachine(t *testing.T) {
 			if res.ConflictPercent > 5 {
 				t.Errorf("%.1f%% of writes were refused with 409 Conflict, want under 5%%", res.ConflictPercent)
 			}
+			if res.KeysPerCluster > keysPerCluster {
+				t.Errorf("%.1f private keys generated per cluster, want at most %d: %s", res.KeysPerCluster, keysPerCluster, keysWhy)
+			}
 		})
 	}
 }
+
+// keysPerCluster is what a cluster needs: its three certificate
+// authorities, the service-account key and the admin kubeconfig's key, and
+// the control-plane controller's etcd client certificate, which is reused
+// for half its hour.
+const keysPerCluster = 6
+
+const keysWhy = "a controller generates a key it does not need (one per CA, the service-account key, the admin kubeconfig and one cached etcd client certificate)"
 
 // topologyExtraWrites is how many more API writes per Machine a cluster
 // made from a ClusterClass may cost than the same cluster written out by

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -149,12 +150,27 @@ func LookupOrGenerate(ctx context.Context, c client.Client, cluster client.Objec
 	}
 	var missing *MissingError
 	errors.As(err, &missing)
-	for _, name := range missing.Secrets {
+	// The keys are generated side by side: a new cluster's four take
+	// about half a second one after the other with RSA-2048, and every
+	// Machine of the cluster waits for them.
+	datas := make([]map[string][]byte, len(missing.Secrets))
+	var g errgroup.Group
+	for i, name := range missing.Secrets {
+		g.Go(func() error {
+			data, err := generate(Purpose(strings.TrimPrefix(name, cluster.Name+"-")), o)
+			if err != nil {
+				return fmt.Errorf("generating %s: %w", name, err)
+			}
+			datas[i] = data
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	for i, name := range missing.Secrets {
 		p := Purpose(strings.TrimPrefix(name, cluster.Name+"-"))
-		data, err := generate(p, o)
-		if err != nil {
-			return nil, fmt.Errorf("generating %s: %w", name, err)
-		}
+		data := datas[i]
 		s := &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{
 				Namespace: cluster.Namespace, Name: name,

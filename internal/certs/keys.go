@@ -7,7 +7,10 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"fmt"
+	"runtime"
 	"strings"
+	"sync"
+	"time"
 
 	bootstrapv1 "capstan.dev/capstan/api/bootstrap/kubeadm/v1beta2"
 )
@@ -61,10 +64,58 @@ func (a KeyAlgorithm) Validate() error {
 	return fmt.Errorf("key algorithm %q is not supported: use one of %s", string(a), strings.Join(names, ", "))
 }
 
+// keyGeneration bounds how many RSA keys are generated at once to the CPUs
+// Go runs on: generating one is pure computation, and more at once would
+// only slow each one down and starve the rest of the process.
+var keyGeneration = make(chan struct{}, runtime.GOMAXPROCS(0))
+
+// generated counts the keys this process generated, by algorithm.
+var generated = struct {
+	sync.Mutex
+	n map[KeyAlgorithm]int64
+}{n: map[KeyAlgorithm]int64{}}
+
+// KeysGenerated is how many private keys this process has generated, by
+// algorithm (the empty algorithm counted as the default): the benchmarks'
+// measure of key work.
+func KeysGenerated() map[KeyAlgorithm]int64 {
+	generated.Lock()
+	defer generated.Unlock()
+	out := make(map[KeyAlgorithm]int64, len(generated.n))
+	for a, n := range generated.n {
+		out[a] = n
+	}
+	return out
+}
+
 // newKey generates a private key. RSA keys take tens of milliseconds
 // (RSA-2048) to about a second (RSA-4096) each, ECDSA keys microseconds;
 // callers that mint keys often should reuse them while they are valid.
 func (a KeyAlgorithm) newKey() (crypto.Signer, error) {
+	if err := a.Validate(); err != nil {
+		return nil, err
+	}
+	if a == "" {
+		a = DefaultKeyAlgorithm
+	}
+	// ECDSA keys take microseconds: they do not wait behind RSA ones.
+	rsaKey := a == RSA2048 || a == RSA3072 || a == RSA4096
+	if rsaKey {
+		keyGeneration <- struct{}{}
+	}
+	key, err := a.generate()
+	if rsaKey {
+		<-keyGeneration
+	}
+	if err == nil {
+		generated.Lock()
+		generated.n[a]++
+		generated.Unlock()
+	}
+	return key, err
+}
+
+func (a KeyAlgorithm) generate() (crypto.Signer, error) {
 	switch a {
 	case "", RSA2048:
 		return rsa.GenerateKey(rand.Reader, 2048)
@@ -108,4 +159,26 @@ func KeyAlgorithmOf(pub crypto.PublicKey) (KeyAlgorithm, error) {
 		return "", fmt.Errorf("ECDSA key on curve %s matches no supported key algorithm", k.Curve.Params().Name)
 	}
 	return "", fmt.Errorf("key of type %T matches no supported key algorithm", pub)
+}
+
+// KeyCost is how long one key of algorithm a takes to generate on one CPU,
+// the mean of n keys generated one after the other (not counted in
+// KeysGenerated).
+func KeyCost(a KeyAlgorithm, n int) (time.Duration, error) {
+	if err := a.Validate(); err != nil {
+		return 0, err
+	}
+	if a == "" {
+		a = DefaultKeyAlgorithm
+	}
+	if n < 1 {
+		n = 1
+	}
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		if _, err := a.generate(); err != nil {
+			return 0, err
+		}
+	}
+	return time.Since(start) / time.Duration(n), nil
 }

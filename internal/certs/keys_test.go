@@ -278,3 +278,31 @@ func TestEveryAPIEncryptionAlgorithmIsSupported(t *testing.T) {
 		}
 	}
 }
+
+// KeysGenerated counts each generated key under its algorithm, the empty
+// one under the default; KeyCost measures without counting.
+func TestKeysGeneratedCounts(t *testing.T) {
+	before := KeysGenerated()
+	if _, _, err := NewServiceAccountKey(""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewCA("counted", ECDSAP256, time.Now(), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := KeyCost(ECDSAP256, 3); err != nil || d <= 0 {
+		t.Fatalf("KeyCost(ECDSA-P256): %v, %v", d, err)
+	}
+	if _, err := KeyCost("DSA-1024", 1); err == nil {
+		t.Error("KeyCost accepted an unknown algorithm")
+	}
+	after := KeysGenerated()
+	if got := after[RSA2048] - before[RSA2048]; got != 1 {
+		t.Errorf("RSA-2048 keys counted: %d, want 1 (the default's)", got)
+	}
+	if got := after[ECDSAP256] - before[ECDSAP256]; got != 1 {
+		t.Errorf("ECDSA-P256 keys counted: %d, want 1 (KeyCost's are not counted)", got)
+	}
+	if _, ok := after[""]; ok {
+		t.Error("keys counted under the empty algorithm")
+	}
+}

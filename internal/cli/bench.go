@@ -109,6 +109,7 @@ example to open the fleet in capstan ui).`,
 	}
 	cmd.Flags().IntVar(&cfg.Clusters, "clusters", 10, "number of clusters (N)")
 	cmd.Flags().IntVar(&cfg.Workers, "workers", 1, "worker machines per cluster (M), besides its one control-plane machine")
+	cmd.Flags().StringVar((*string)(&cfg.KeyAlgorithm), "key-algorithm", "", "every cluster's kubeadm encryptionAlgorithm (RSA-2048, RSA-3072, RSA-4096, ECDSA-P256, ECDSA-P384); empty means kubeadm's default, RSA-2048")
 	cmd.Flags().BoolVar(&cfg.Topology, "topology", false, "make each cluster a managed topology (spec.topology) of one shared ClusterClass of the same shape")
 	cmd.Flags().StringVar(&delays, "delays", "default", "simulated start-up delays: default (machine 10s, others 2s, ±20%) or 0")
 	cmd.Flags().StringVar(&cfg.Kubeconfig, "kubeconfig", "", "management cluster to use instead of starting one (the controllers still run in this process: stop any other Capstan manager there or give it a --watch-filter; the run's clusters are deleted afterwards)")
