@@ -103,9 +103,9 @@ type Result struct {
 	ManagerPeakRSSMiB       float64            `json:"managerPeakRSSMiB"`
 	// PlaneCPUSeconds and PlanePeakRSSMiB are the management plane's (API
 	// server and etcd, one process) when the run started its own.
-	PlaneCPUSeconds float64 `json:"planeCPUSeconds,omitempty"`
-	PlanePeakRSSMiB float64 `json:"planePeakRSSMiB,omitempty"`
-	ObjectsPerCluster       map[string]float64 `json:"objectsPerCluster"`
+	PlaneCPUSeconds   float64            `json:"planeCPUSeconds,omitempty"`
+	PlanePeakRSSMiB   float64            `json:"planePeakRSSMiB,omitempty"`
+	ObjectsPerCluster map[string]float64 `json:"objectsPerCluster"`
 	// KeyAlgorithm is the clusters' key algorithm; KeysPerCluster the
 	// private keys of that algorithm the manager generated during the run,
 	// per cluster (with ECDSA-P256 also the in-memory provider's two
