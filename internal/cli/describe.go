@@ -19,13 +19,18 @@ import (
 
 func init() { register(newDescribeCommand) }
 
-// mgmtTarget is the management cluster a command reads and writes:
-// --kubeconfig, else $KUBECONFIG, else the embedded plane when it runs, else
-// ~/.kube/config. The first two come first, as in kubectl and clusterctl, so
-// a cluster the user named is never passed over for the one running here.
+// mgmtTarget is the management cluster a command reads and writes: the one
+// --kubeconfig or --state-dir names on the command line (not both), else
+// $KUBECONFIG's, else the default state directory's plane when it runs,
+// else ~/.kube/config's. A cluster the user named is never passed over for
+// another: a flag before the environment, as in kubectl and clusterctl.
 type mgmtTarget struct {
 	kubeconfig string
 	namespace  string
+	// keepsFiles marks a command that also stores files in --state-dir
+	// (provider install): there --state-dir beside --kubeconfig says where
+	// the files go, not which cluster.
+	keepsFiles bool
 }
 
 func (m *mgmtTarget) addFlags(cmd *cobra.Command) {
@@ -38,6 +43,11 @@ func (m *mgmtTarget) addFlags(cmd *cobra.Command) {
 func (m *mgmtTarget) loadingRules(g *globals) *clientcmd.ClientConfigLoadingRules {
 	if m.kubeconfig != "" {
 		return &clientcmd.ClientConfigLoadingRules{ExplicitPath: m.kubeconfig}
+	}
+	if g.stateDirNamed() {
+		if dir, err := g.dir(); err == nil {
+			return &clientcmd.ClientConfigLoadingRules{ExplicitPath: dir.KubeconfigPath()}
+		}
 	}
 	if os.Getenv(clientcmd.RecommendedConfigPathEnvVar) != "" {
 		return clientcmd.NewDefaultClientConfigLoadingRules()
@@ -56,7 +66,33 @@ func clientConfig(rules *clientcmd.ClientConfigLoadingRules) clientcmd.ClientCon
 	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
 }
 
+// named refuses two flags that name different management clusters, and a
+// --state-dir whose plane does not run (its kubeconfig left behind names
+// nothing that answers).
+func (m *mgmtTarget) named(g *globals) error {
+	if !g.stateDirNamed() {
+		return nil
+	}
+	if m.kubeconfig != "" {
+		if m.keepsFiles {
+			return nil
+		}
+		return fmt.Errorf("--kubeconfig %s and --state-dir %s both name a management cluster: pass only one of them", m.kubeconfig, g.stateDir)
+	}
+	dir, err := g.dir()
+	if err != nil {
+		return err
+	}
+	if running, _ := dir.Running(); !running {
+		return fmt.Errorf("--state-dir %s: capstan is not running there; start it with `capstan up --state-dir %s`, or name another management cluster with --kubeconfig", g.stateDir, g.stateDir)
+	}
+	return nil
+}
+
 func (m *mgmtTarget) restConfig(g *globals) (*rest.Config, error) {
+	if err := m.named(g); err != nil {
+		return nil, err
+	}
 	rules := m.loadingRules(g)
 	cfg, err := clientConfig(rules).ClientConfig()
 	switch {

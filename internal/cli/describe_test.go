@@ -254,10 +254,11 @@ func TestGetKubeconfigCommand(t *testing.T) {
 	}
 }
 
-// TestManagementClusterChoice: --kubeconfig first, then $KUBECONFIG, then
-// the running plane of --state-dir, as kubectl and clusterctl choose; for
-// describe and move alike. A move from another cluster than the one the user
-// named is the accident this order prevents.
+// TestManagementClusterChoice: the cluster --kubeconfig or --state-dir
+// names on the command line (refusing both), then $KUBECONFIG's, then the
+// running plane of the default state directory; for describe and move
+// alike. A move from another cluster than the one the user named is the
+// accident this order prevents.
 func TestManagementClusterChoice(t *testing.T) {
 	ns := env.Namespace(t)
 	createTestCluster(t, ns, time.Now())
@@ -266,6 +267,10 @@ func TestManagementClusterChoice(t *testing.T) {
 		t.Fatal(err)
 	}
 	stopped := t.TempDir()
+	// A stopped plane's kubeconfig left behind is not a management cluster.
+	if err := os.WriteFile(filepath.Join(stopped, "kubeconfig"), []byte("not: a kubeconfig"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	describeWith := func(args ...string) error {
 		_, _, err := runCapstan(t, append([]string{"describe", "cluster", "demo", "-n", ns, "-o", "json"}, args...)...)
 		return err
@@ -276,38 +281,47 @@ func TestManagementClusterChoice(t *testing.T) {
 		return err
 	}
 	t.Setenv("KUBECONFIG", bogus)
-	if err := describeWith("--state-dir", env.StateDir); err == nil {
-		t.Error("the running plane was used although $KUBECONFIG names another cluster")
+	if err := describeWith("--state-dir", env.StateDir); err != nil {
+		t.Errorf("--state-dir's running plane was not used over $KUBECONFIG: %v", err)
 	}
-	if err := moveWith("--state-dir", env.StateDir); err == nil {
-		t.Error("move: the running plane was used although $KUBECONFIG names another cluster")
+	if err := moveWith("--state-dir", env.StateDir); err != nil {
+		t.Errorf("move: --state-dir's running plane was not used over $KUBECONFIG: %v", err)
 	}
-	if err := describeWith("--state-dir", stopped, "--kubeconfig", envKubeconfig()); err != nil {
+	if err := describeWith("--kubeconfig", envKubeconfig()); err != nil {
 		t.Errorf("--kubeconfig did not come before $KUBECONFIG: %v", err)
 	}
+	if err := describeWith("--state-dir", stopped); err == nil || !strings.Contains(err.Error(), "--state-dir "+stopped+": capstan is not running there") {
+		t.Errorf("--state-dir of a stopped plane: %v", err)
+	}
+	if err := moveWith("--state-dir", stopped); err == nil || !strings.Contains(err.Error(), "--state-dir "+stopped+": capstan is not running there") {
+		t.Errorf("move: --state-dir of a stopped plane: %v", err)
+	}
+	both := "--kubeconfig " + envKubeconfig() + " and --state-dir " + env.StateDir + " both name a management cluster"
+	if err := describeWith("--state-dir", env.StateDir, "--kubeconfig", envKubeconfig()); err == nil || !strings.Contains(err.Error(), both) {
+		t.Errorf("--kubeconfig and --state-dir together: %v", err)
+	}
 	t.Setenv("KUBECONFIG", envKubeconfig())
-	if err := describeWith("--state-dir", stopped); err != nil {
+	t.Setenv("CAPSTAN_STATE_DIR", stopped)
+	if err := describeWith(); err != nil {
 		t.Errorf("$KUBECONFIG was not used: %v", err)
 	}
-	if err := describeWith("--state-dir", stopped, "--kubeconfig", bogus); err == nil || !strings.Contains(err.Error(), "--kubeconfig "+bogus) {
+	if err := describeWith("--kubeconfig", bogus); err == nil || !strings.Contains(err.Error(), "--kubeconfig "+bogus) {
 		t.Errorf("--kubeconfig did not come first: %v", err)
 	}
 	t.Setenv("KUBECONFIG", "")
 	t.Setenv("HOME", t.TempDir())
-	if err := describeWith("--state-dir", env.StateDir); err != nil {
-		t.Errorf("the running plane was not used without --kubeconfig and $KUBECONFIG: %v", err)
+	t.Setenv("CAPSTAN_STATE_DIR", env.StateDir)
+	if err := describeWith(); err != nil {
+		t.Errorf("the default state directory's running plane was not used without flags and $KUBECONFIG: %v", err)
 	}
-	if err := moveWith("--state-dir", env.StateDir); err != nil {
-		t.Errorf("move: the running plane was not used without --kubeconfig and $KUBECONFIG: %v", err)
+	if err := moveWith(); err != nil {
+		t.Errorf("move: the default state directory's running plane was not used without flags and $KUBECONFIG: %v", err)
 	}
-	// A stopped plane's kubeconfig left behind is not a management cluster.
-	if err := os.WriteFile(filepath.Join(stopped, "kubeconfig"), []byte("not: a kubeconfig"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := describeWith("--state-dir", stopped); err == nil || !strings.Contains(err.Error(), "no management cluster") {
+	t.Setenv("CAPSTAN_STATE_DIR", stopped)
+	if err := describeWith(); err == nil || !strings.Contains(err.Error(), "no management cluster") {
 		t.Errorf("without any management cluster: %v", err)
 	}
-	if err := moveWith("--state-dir", stopped); err == nil || !strings.Contains(err.Error(), "no management cluster") {
+	if err := moveWith(); err == nil || !strings.Contains(err.Error(), "no management cluster") {
 		t.Errorf("move without any management cluster: %v", err)
 	}
 }

@@ -11,12 +11,15 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"capstan.dev/capstan/internal/deploy"
 	"capstan.dev/capstan/internal/install"
 	"capstan.dev/capstan/internal/inventory"
+	"capstan.dev/capstan/internal/mgmt"
+	"capstan.dev/capstan/internal/providers/local"
 	"capstan.dev/capstan/internal/scheme"
 	"capstan.dev/capstan/internal/version"
 )
@@ -42,7 +45,9 @@ running ghcr.io/capstan-dev/capstan at this binary's version. Objects are applie
 with server-side apply (field manager "capstan"), so running init again is
 harmless. With --infrastructure local the manager also runs the local provider
 on --local-dir, which suits a cluster whose nodes are local machines of this
-host: there the manager Pod runs as a process of this host.`,
+host: there the manager Pod runs as a process of this host. Without
+--local-dir it is the local directory of --state-dir's plane; init refuses
+when the cluster's nodes are local machines of another plane.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runInit(cmd, g, o)
@@ -65,19 +70,15 @@ func runInit(cmd *cobra.Command, g *globals, o *initOptions) error {
 			return errors.New("--local-dir needs --infrastructure local")
 		}
 	case "local":
-		dir := o.localDir
-		if dir == "" {
-			state, err := g.dir()
+		if o.localDir != "" {
+			abs, err := filepath.Abs(o.localDir)
 			if err != nil {
-				return fmt.Errorf("--local-dir is not given and %w", err)
+				return fmt.Errorf("--local-dir %s: %w", o.localDir, err)
 			}
-			dir = state.LocalDir()
+			opts.LocalDir = abs
+		} else if _, err := g.dir(); err != nil {
+			return fmt.Errorf("--local-dir is not given and %w", err)
 		}
-		abs, err := filepath.Abs(dir)
-		if err != nil {
-			return fmt.Errorf("--local-dir %s: %w", dir, err)
-		}
-		opts.LocalDir = abs
 	default:
 		return fmt.Errorf("--infrastructure %q: Capstan has the local provider built in (\"local\"); install other providers with their own manifests", o.infrastructure)
 	}
@@ -87,6 +88,19 @@ func runInit(cmd *cobra.Command, g *globals, o *initOptions) error {
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout+time.Minute)
 	defer cancel()
+	if o.infrastructure == "local" && opts.LocalDir == "" {
+		state, err := g.dir()
+		if err != nil {
+			return fmt.Errorf("--local-dir is not given and %w", err)
+		}
+		nodes := &corev1.NodeList{}
+		if err := c.List(ctx, nodes); err != nil {
+			return fmt.Errorf("listing the Nodes of the cluster of %s, to tell whose local machines they are: %w", path, err)
+		}
+		if opts.LocalDir, err = localMachinesDir(nodes.Items, state); err != nil {
+			return err
+		}
+	}
 	out := cmd.OutOrStdout()
 	in, err := install.Inspect(ctx, c)
 	if err != nil {
@@ -165,4 +179,39 @@ func targetClient(kubeconfig string) (client.Client, string, error) {
 		return nil, path, fmt.Errorf("%s %s: %w", source, path, err)
 	}
 	return c, path, nil
+}
+
+// localMachinesDir is the local provider's directory that --infrastructure
+// local without --local-dir installs: the local directory of the plane in
+// dir (--state-dir's, or the default one). When the cluster's Nodes are
+// local machines and none of them is that plane's, the provider would not
+// see its own cluster's machines (and a later move would hand the cluster to
+// it): that is refused, saying what to pass.
+func localMachinesDir(nodes []corev1.Node, dir mgmt.StateDir) (string, error) {
+	localDir, err := filepath.Abs(dir.LocalDir())
+	if err != nil {
+		return "", fmt.Errorf("--state-dir %s: %w", dir, err)
+	}
+	var others []string
+	for _, n := range nodes {
+		rest, ok := strings.CutPrefix(n.Spec.ProviderID, local.ProviderIDPrefix)
+		if !ok {
+			continue
+		}
+		ns, name, ok := strings.Cut(rest, "/")
+		if !ok {
+			continue
+		}
+		// <local dir>/<namespace>/<cluster>/machines/<name>: Kubernetes
+		// names hold no glob characters.
+		if found, _ := filepath.Glob(filepath.Join(localDir, ns, "*", "machines", name)); len(found) > 0 {
+			return localDir, nil
+		}
+		others = append(others, n.Name)
+	}
+	if len(others) > 0 {
+		return "", fmt.Errorf("the cluster's Nodes (%s) are local machines, but not of the plane in %s (%s holds none of them): "+
+			"pass --state-dir with the plane that made them, or --local-dir with their local directory", strings.Join(others, ", "), dir, localDir)
+	}
+	return localDir, nil
 }

@@ -5,16 +5,19 @@ import (
 	"context"
 	"maps"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterctlv1 "capstan.dev/capstan/api/clusterctl/v1alpha3"
 	"capstan.dev/capstan/internal/deploy"
 	"capstan.dev/capstan/internal/inventory"
+	"capstan.dev/capstan/internal/mgmt"
 	"capstan.dev/capstan/internal/version"
 )
 
@@ -142,5 +145,47 @@ func TestManagerEndpointsDefaultToLoopback(t *testing.T) {
 		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
 			t.Errorf("--%s defaults to %q, which is not a loopback address", name, addr)
 		}
+	}
+}
+
+// Without --local-dir, init gives the local provider the local directory of
+// the plane whose local machines the cluster's Nodes are, and refuses a
+// plane that holds none of them.
+func TestInitLocalDirIsTheMachinesPlane(t *testing.T) {
+	owner, other := t.TempDir(), t.TempDir()
+	if err := os.MkdirAll(filepath.Join(owner, "local", "team-a", "w", "machines", "w-cp-1"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	node := func(name, providerID string) corev1.Node {
+		return corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{ProviderID: providerID}}
+	}
+	local := []corev1.Node{node("w-cp-1", "local://team-a/w-cp-1")}
+	tests := []struct {
+		name  string
+		nodes []corev1.Node
+		dir   string
+		want  string
+		err   string
+	}{
+		{name: "the plane that made the machines", nodes: local, dir: owner, want: filepath.Join(owner, "local")},
+		{name: "another plane", nodes: local, dir: other,
+			err: "the cluster's Nodes (w-cp-1) are local machines, but not of the plane in " + other + " (" + filepath.Join(other, "local") + " holds none of them): pass --state-dir with the plane that made them, or --local-dir with their local directory"},
+		{name: "no local machines", nodes: []corev1.Node{node("kind-1", "kind://docker/kind/kind-1"), node("bare", "")}, dir: other, want: filepath.Join(other, "local")},
+		{name: "no Nodes yet", dir: other, want: filepath.Join(other, "local")},
+		{name: "one of them is the plane's", nodes: append([]corev1.Node{node("moved", "local://team-b/moved")}, local...), dir: owner, want: filepath.Join(owner, "local")},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := localMachinesDir(tc.nodes, mgmt.StateDir(tc.dir))
+			if tc.err != "" {
+				if err == nil || err.Error() != tc.err {
+					t.Errorf("got %q, %v; want the error %q", got, err, tc.err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Errorf("got %q, %v; want %q", got, err, tc.want)
+			}
+		})
 	}
 }

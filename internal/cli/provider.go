@@ -15,7 +15,7 @@ func init() { register(newProviderCommand) }
 
 func newProviderCommand(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "provider", Short: "Run third-party Cluster API providers with Capstan"}
-	target := &mgmtTarget{}
+	target := &mgmtTarget{keepsFiles: true}
 	o := extprovider.Options{}
 	install := &cobra.Command{
 		Use:   "install NAME --components FILE|DIR --version vX.Y.Z",

@@ -45,7 +45,13 @@ func Main(args []string) int {
 // globals are the flags every command shares.
 type globals struct {
 	stateDir string
+	// stateDirFlag is --state-dir itself, to tell a directory named on
+	// the command line from the default.
+	stateDirFlag *pflag.Flag
 }
+
+// stateDirNamed tells whether --state-dir was given on the command line.
+func (g *globals) stateDirNamed() bool { return g.stateDirFlag != nil && g.stateDirFlag.Changed }
 
 // dir is the state directory of --state-dir, or an error that says how to
 // name one when there is no default (no $HOME): a guessed shared directory
@@ -67,6 +73,7 @@ func newRoot() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&g.stateDir, "state-dir", mgmt.DefaultStateDir(),
 		"directory that holds the embedded management plane's state (env CAPSTAN_STATE_DIR)")
+	g.stateDirFlag = root.PersistentFlags().Lookup("state-dir")
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
 	root.PersistentFlags().AddGoFlag(klogFlags.Lookup("v"))

@@ -120,12 +120,16 @@ func (r *machineReconciler) run(ctx context.Context, s *machineScope) (ctrl.Resu
 	return ctrl.Result{RequeueAfter: requeue}, nil
 }
 
+// ProviderIDPrefix begins every local machine's provider ID,
+// local://<namespace>/<LocalMachine name>.
+const ProviderIDPrefix = "local://"
+
 // place records where the machine is: its provider ID, failure domain and
 // directory.
 func place(s *machineScope) {
 	lm := s.lm
 	if lm.Spec.ProviderID == "" {
-		lm.Spec.ProviderID = "local://" + lm.Namespace + "/" + lm.Name
+		lm.Spec.ProviderID = ProviderIDPrefix + lm.Namespace + "/" + lm.Name
 	}
 	failureDomain := s.machine.Spec.FailureDomain
 	if failureDomain == "" {
