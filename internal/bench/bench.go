@@ -23,6 +23,7 @@ import (
 	"capstan.dev/capstan/internal/certs"
 	"capstan.dev/capstan/internal/manager"
 	"capstan.dev/capstan/internal/mgmt"
+	"capstan.dev/capstan/internal/procstat"
 	"capstan.dev/capstan/internal/providers/inmemory"
 	"capstan.dev/capstan/internal/scheme"
 	"capstan.dev/capstan/internal/version"
@@ -202,7 +203,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	cpuBefore := cpuSeconds()
-	planeCPUBefore := processCPUSeconds(planePID)
+	var planeBefore procstat.Usage
+	if planePID != 0 {
+		if planeBefore, err = procstat.Read(planePID); err != nil {
+			return nil, fmt.Errorf("reading the API server's CPU time: %w", err)
+		}
+	}
 	machines := cfg.Clusters * (1 + cfg.Workers)
 	res := &Result{Namespace: ns, Clusters: cfg.Clusters, Workers: cfg.Workers, Machines: machines, Delays: delays}
 
@@ -230,8 +236,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.ManagerCPUSeconds = cpuSeconds() - cpuBefore
 	res.ManagerPeakRSSMiB = peakRSSMiB()
 	if planePID != 0 {
-		res.PlaneCPUSeconds = processCPUSeconds(planePID) - planeCPUBefore
-		res.PlanePeakRSSMiB = processPeakRSSMiB(planePID)
+		plane, err := procstat.Read(planePID)
+		if err != nil {
+			return res, fmt.Errorf("reading the API server's CPU time: %w", err)
+		}
+		res.PlaneCPUSeconds = plane.CPUSeconds - planeBefore.CPUSeconds
+		res.PlanePeakRSSMiB = plane.PeakRSSMiB
 	}
 	d := after.Minus(before)
 	res.Requests = d.Total()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -13,6 +12,8 @@ import (
 	"github.com/prometheus/common/model"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"capstan.dev/capstan/internal/procstat"
 )
 
 // RequestCounts are apiserver_request_total summed by "VERB
@@ -116,55 +117,9 @@ func cpuSeconds() float64 {
 	return float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
 }
 
-// peakRSSMiB is this process's peak resident memory (VmHWM).
-func peakRSSMiB() float64 { return processPeakRSSMiB(os.Getpid()) }
-
-// processPeakRSSMiB is process pid's peak resident memory (VmHWM), 0 if
-// it cannot be read.
-func processPeakRSSMiB(pid int) float64 {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if strings.HasPrefix(line, "VmHWM:") {
-			f := strings.Fields(line)
-			if len(f) >= 2 {
-				kb, _ := strconv.ParseFloat(f[1], 64)
-				return kb / 1024
-			}
-		}
-	}
-	return 0
-}
-
-// clockTicksPerSecond is the unit of /proc/PID/stat's CPU times on Linux
-// (USER_HZ), 100 on every architecture Go supports there.
-const clockTicksPerSecond = 100
-
-// processCPUSeconds is the CPU time process pid used so far, user and
-// system, 0 if it cannot be read.
-func processCPUSeconds(pid int) float64 {
-	if pid == 0 {
-		return 0
-	}
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// The command name, field 2, is in parentheses and may hold spaces:
-	// the fields after its closing one are fixed.
-	rest := string(raw)
-	if i := strings.LastIndexByte(rest, ')'); i >= 0 {
-		rest = rest[i+1:]
-	}
-	f := strings.Fields(rest)
-	// utime and stime are fields 14 and 15 of the line, 12 and 13 after
-	// the name.
-	if len(f) < 13 {
-		return 0
-	}
-	utime, _ := strconv.ParseFloat(f[11], 64)
-	stime, _ := strconv.ParseFloat(f[12], 64)
-	return (utime + stime) / clockTicksPerSecond
+// peakRSSMiB is this process's peak resident memory (VmHWM), 0 if it
+// cannot be read.
+func peakRSSMiB() float64 {
+	u, _ := procstat.Read(os.Getpid())
+	return u.PeakRSSMiB
 }

@@ -11,6 +11,6 @@ func newNodeCommand() *cobra.Command {
 		Short:  "Run a local provider machine or load balancer (started by the local provider)",
 		Hidden: true,
 	}
-	cmd.AddCommand(newNodeRunCommand(), newNodeLBCommand(), newNodeServeCommand())
+	cmd.AddCommand(newNodeRunCommand(), newNodeLBCommand())
 	return cmd
 }

@@ -78,7 +78,7 @@ func newRoot() *cobra.Command {
 	klog.InitFlags(klogFlags)
 	root.PersistentFlags().AddGoFlag(klogFlags.Lookup("v"))
 
-	root.AddCommand(newUpCommand(g), newDownCommand(g), newStatusCommand(g), newManagerCommand(), newVersionCommand(), newNodeCommand(), newKubeadmCommand(), newGenerateCommand())
+	root.AddCommand(newUpCommand(g), newDownCommand(g), newStatusCommand(g), newManagerCommand(), newVersionCommand(), newNodeCommand(), newGenerateCommand())
 	for _, add := range registered {
 		root.AddCommand(add(g))
 	}

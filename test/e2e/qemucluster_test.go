@@ -29,6 +29,7 @@ import (
 	controlplanev1 "capstan.dev/capstan/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	qemuv1 "capstan.dev/capstan/api/infrastructure/qemu/v1beta2"
+	"capstan.dev/capstan/internal/procstat"
 	"capstan.dev/capstan/test/fixture"
 )
 
@@ -700,12 +701,8 @@ func logVMFigures(t *testing.T, qm *qemuv1.QEMUMachine, n *corev1.Node) {
 		}
 	}
 	rss := "unknown"
-	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", qm.Status.VM.PID)); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-				rss = strings.TrimSpace(v)
-			}
-		}
+	if u, err := procstat.Read(int(qm.Status.VM.PID)); err == nil {
+		rss = fmt.Sprintf("%.0f MiB", u.RSSMiB)
 	}
 	t.Logf("FIGURE vm %s: running to Node registered %.0fs, to Ready %.0fs; QEMU RSS %s",
 		n.Name, n.CreationTimestamp.Sub(startedAt).Seconds(), readyAt.Sub(startedAt).Seconds(), rss)

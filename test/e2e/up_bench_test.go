@@ -1,11 +1,10 @@
 package e2e
 
 import (
-	"os"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
+
+	"capstan.dev/capstan/internal/procstat"
 )
 
 // BenchmarkUp measures what a user waits for and what the plane costs:
@@ -42,22 +41,9 @@ func BenchmarkUp(b *testing.B) {
 // memoryOf reads a process's resident and peak resident set, in MiB.
 func memoryOf(b *testing.B, pid int) (rss, peak float64) {
 	b.Helper()
-	status, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	u, err := procstat.Read(pid)
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, line := range strings.Split(string(status), "\n") {
-		fields := strings.Fields(line)
-		if len(fields) < 2 {
-			continue
-		}
-		kb, _ := strconv.ParseFloat(fields[1], 64)
-		switch fields[0] {
-		case "VmRSS:":
-			rss = kb / 1024
-		case "VmHWM:":
-			peak = kb / 1024
-		}
-	}
-	return rss, peak
+	return u.RSSMiB, u.PeakRSSMiB
 }

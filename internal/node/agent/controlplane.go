@@ -127,11 +127,6 @@ func (a *agent) ensurePorts() error {
 	if a.st.Ports != nil {
 		return nil
 	}
-	if a.net.Ports != nil {
-		p := *a.net.Ports
-		a.st.Ports = &p
-		return nil
-	}
 	p, err := freePorts(3)
 	if err != nil {
 		return err
@@ -185,7 +180,6 @@ func (a *agent) startControlPlane(ctx context.Context, cc *kubeadmapi.ClusterCon
 		KubeconfigDir:              filepath.Join(a.root, "etc", "kubernetes"),
 		EtcdDataDir:                etcdData,
 		AdvertiseAddress:           "127.0.0.1",
-		APIServerBindAddress:       a.net.APIServerBindAddress,
 		Ports:                      controlplane.Ports{APIServer: a.st.Ports.APIServer, EtcdClient: a.st.Ports.EtcdClient, EtcdPeer: a.st.Ports.EtcdPeer},
 		ControlPlaneEndpoint:       endpoint,
 		CertSANs:                   cc.APIServer.CertSANs,

@@ -26,8 +26,7 @@
 // which the manager uses too.
 //
 // The kubeadm side — init, join, the restart and the running components —
-// is a Node on any root directory, with its reporting (a Reporter) and its
-// ports (a Network) given by the caller: `capstan node run` makes one on
-// DIR/rootfs reporting to the machine directory, and a QEMU guest's
-// `capstan kubeadm` (package guest) one on the guest's real root.
+// is a Node on the machine's root directory, reporting through a Reporter:
+// `capstan node run` makes one on DIR/rootfs reporting to the machine
+// directory.
 package agent

@@ -68,7 +68,7 @@ type state struct {
 	Server string `json:"server,omitempty"`
 	// Version is the cluster's Kubernetes version from its kubeadm
 	// configuration, which the kubelet reports when the machine's identity
-	// carries none (a guest knows no Machine).
+	// carries none.
 	Version string `json:"version,omitempty"`
 	// Started is true once the components came up the first time.
 	Started bool `json:"started,omitempty"`

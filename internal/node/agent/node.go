@@ -13,9 +13,8 @@ import (
 	"capstan.dev/capstan/internal/providers/local/machinedir"
 )
 
-// Reporter is told what the machine does. The local provider's reporter is
-// the machine directory (status.json and apiserver-endpoint); a guest's
-// writes its status under /var/lib/capstan for `capstan kubeadm` to wait on.
+// Reporter is told what the machine does: the local provider's reporter is
+// the machine directory (status.json and apiserver-endpoint).
 type Reporter interface {
 	// Status applies change to the machine's status and publishes it.
 	Status(change func(*machinedir.Status)) error
@@ -35,29 +34,15 @@ type Identity struct {
 	Version string
 }
 
-// Network is where the machine's components listen.
-type Network struct {
-	// Ports, when set, are the control-plane ports to use; otherwise free
-	// loopback ports are chosen on the first start. Either way they are
-	// saved, since etcd keeps its peer URL in the cluster.
-	Ports *Ports
-	// APIServerBindAddress is the address the API server listens on
-	// (default 127.0.0.1); a guest uses 0.0.0.0 because its host forwards
-	// a port to it.
-	APIServerBindAddress string
-}
-
 // NodeOptions make a Node.
 type NodeOptions struct {
-	// Root is the machine's "/": a directory on the host for a local
-	// machine, "/" itself in a guest.
+	// Root is the machine's "/", a directory on the host.
 	Root string
 	// LocalDir is the local provider's directory the machine is one of;
 	// its kubelet runs Capstan's manager for that directory, and only it,
-	// as a process (kubelet.Options.LocalDir). Empty in a guest.
+	// as a process (kubelet.Options.LocalDir).
 	LocalDir string
 	Identity Identity
-	Network  Network
 	// Report receives the machine's status; nil reports nothing.
 	Report Reporter
 	Log    logr.Logger
@@ -65,7 +50,6 @@ type NodeOptions struct {
 
 // Node is one machine's kubeadm side: kubeadm init and join performed on
 // its root, the restart of what it became, and the components it runs.
-// The local provider's agent and `capstan kubeadm` in a guest share it.
 type Node struct{ a *agent }
 
 // agent is one run of a machine.
@@ -73,7 +57,6 @@ type agent struct {
 	root     string
 	localDir string
 	id       Identity
-	net      Network
 	log      logr.Logger
 	reporter Reporter
 	st       *state
@@ -106,7 +89,7 @@ func NewNode(o NodeOptions) (*Node, error) {
 		return nil, err
 	}
 	return &Node{a: &agent{
-		root: o.Root, localDir: o.LocalDir, id: o.Identity, net: o.Network, log: o.Log, reporter: o.Report, st: st,
+		root: o.Root, localDir: o.LocalDir, id: o.Identity, log: o.Log, reporter: o.Report, st: st,
 		fatal: make(chan error, 4),
 	}}, nil
 }

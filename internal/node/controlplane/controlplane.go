@@ -42,10 +42,6 @@ type Config struct {
 	EtcdDataDir   string
 	// AdvertiseAddress is always 127.0.0.1 for now.
 	AdvertiseAddress string
-	// APIServerBindAddress is where the API server listens (default
-	// AdvertiseAddress); a guest VM uses 0.0.0.0 so that the port its host
-	// forwards reaches it.
-	APIServerBindAddress string
 	// Ports are chosen and persisted by the caller.
 	Ports Ports
 	// ControlPlaneEndpoint is "127.0.0.1:<lb port>"; its host goes into the
@@ -107,9 +103,6 @@ func (c *Config) defaults() error {
 	if c.AdvertiseAddress == "" {
 		c.AdvertiseAddress = "127.0.0.1"
 	}
-	if c.APIServerBindAddress == "" {
-		c.APIServerBindAddress = c.AdvertiseAddress
-	}
 	if c.ClusterName == "" {
 		c.ClusterName = "kubernetes"
 	}
@@ -166,7 +159,7 @@ func Start(ctx context.Context, cfg Config) (_ *ControlPlane, err error) {
 		}
 	}()
 
-	listener, err := net.Listen("tcp", net.JoinHostPort(cfg.APIServerBindAddress, strconv.Itoa(cfg.Ports.APIServer)))
+	listener, err := net.Listen("tcp", net.JoinHostPort(cfg.AdvertiseAddress, strconv.Itoa(cfg.Ports.APIServer)))
 	if err != nil {
 		return nil, fmt.Errorf("kube-apiserver port %d: %w", cfg.Ports.APIServer, err)
 	}
@@ -304,7 +297,7 @@ func (c *Config) startEtcd(ctx context.Context, p pki) (*embed.Etcd, error) {
 func (c *Config) apiServerArgs(p pki) []string {
 	return []string{
 		"--advertise-address=" + c.AdvertiseAddress,
-		"--bind-address=" + c.APIServerBindAddress,
+		"--bind-address=" + c.AdvertiseAddress,
 		"--secure-port=" + strconv.Itoa(c.Ports.APIServer),
 		"--allow-privileged=true",
 		"--authorization-mode=Node,RBAC",

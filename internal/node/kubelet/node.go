@@ -54,8 +54,7 @@ func (k *kubelet) register(ctx context.Context) error {
 			return perm.error
 		}
 		if ctx.Err() != nil {
-			// Stopped, not failed: a guest's kubeadm ends its in-process
-			// kubelet this way when the service takes over.
+			// Stopped, not failed: the machine is shutting down.
 			return nil
 		}
 		k.log.Error(err, "Registering the Node failed; retrying", "after", delay)

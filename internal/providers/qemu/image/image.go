@@ -1,13 +1,8 @@
 package image
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,8 +12,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"capstan.dev/capstan/internal/lockfile"
 )
 
 // Image is a built guest image: a kernel and initrd for direct kernel boot
@@ -28,39 +21,18 @@ type Image struct {
 	Kernel string
 	Initrd string
 	Disk   string
-	// CapstanBinary is the host file the guest sees at /opt/capstan/capstan.
-	// It is a copy of Options.CapstanBinary, named "capstan", alone in a
-	// directory named after its content's hash: the VM shares that
-	// directory read-only with the guest (9p), which mounts it at
-	// /opt/capstan. The file never changes, so the guest may cache it.
-	CapstanBinary string
-}
-
-// Options say where the cache is and how to report progress.
-type Options struct {
-	// CacheDir holds built images (under the state dir in production).
-	CacheDir string
-	// CapstanBinary is the binary the guest runs (os.Executable() in
-	// production).
-	CapstanBinary string
-	// Progress, if set, is told each step of a build ("installing Debian
-	// packages (mmdebstrap)", …) as it starts; the caller says what is
-	// being built.
-	Progress func(step string)
-	// Mirror is the Debian mirror packages come from; DefaultMirror when
-	// empty. It is not part of the recipe: any mirror gives the same image.
-	Mirror string
 }
 
 // DefaultMirror is where the image's Debian packages come from unless
-// Options.Mirror says otherwise.
+// NodeOptions.Mirror says otherwise.
 const DefaultMirror = "http://deb.debian.org/debian"
 
 // Suite is the Debian release the guest runs.
 const Suite = "bookworm"
 
-// Packages are installed into the image on top of Debian's "apt" variant
-// (essential packages plus apt).
+// Packages are installed into a node's image on top of Debian's "apt"
+// variant (essential packages plus apt): the base system, runc
+// (containerd's runtime) and the reference CNI plugins.
 var Packages = []string{
 	// dbus: without it systemd-logind does not run, and nothing acts on
 	// the ACPI power button vm.Shutdown presses.
@@ -68,18 +40,10 @@ var Packages = []string{
 	"ifupdown", "isc-dhcp-client", "iproute2", "netbase", "ca-certificates",
 	"nftables", "conntrack", "iptables", "ethtool", "socat", "kmod",
 	"e2fsprogs", "procps", "curl",
+	"runc", "containernetworking-plugins",
 }
 
-// recipeVersion changes whenever the build below changes in a way that
-// changes the image, so that a new recipe gets a new ID and a fresh build.
-const recipeVersion = "3"
-
-// CapstanMountTag is the 9p mount tag the guest's fstab mounts at
-// /opt/capstan; the VM must export the directory of Image.CapstanBinary
-// under this tag.
-const CapstanMountTag = "capstan"
-
-// BuildTools are the host programs Ensure needs to build an image.
+// BuildTools are the host programs EnsureNode needs to build an image.
 var BuildTools = []string{"mmdebstrap", "mkfs.ext4", "qemu-img"}
 
 // MissingTools returns the names of the given host programs that are not on
@@ -97,90 +61,6 @@ func MissingTools(tools ...string) []string {
 	return missing
 }
 
-// RecipeID names the image the current recipe builds: the same ID means the
-// same package list and build steps.
-func RecipeID() string {
-	h := sha256.New()
-	fmt.Fprintf(h, "recipe %s\nsuite %s\n", recipeVersion, Suite)
-	for _, p := range Packages {
-		fmt.Fprintf(h, "package %s\n", p)
-	}
-	for _, f := range guestFiles() {
-		fmt.Fprintf(h, "file %s %o %q\n", f.path, f.mode, f.content)
-	}
-	return "debian-" + Suite + "-" + hex.EncodeToString(h.Sum(nil))[:12]
-}
-
-// Ensure returns the image, building it first when the cache has none for
-// the current recipe. Concurrent callers (two processes too) share one
-// build: the first takes a lock file and builds in a temporary directory
-// renamed into place when complete; the others wait for the lock and find
-// the image.
-func Ensure(ctx context.Context, o Options) (Image, error) {
-	if o.CacheDir == "" {
-		return Image{}, errors.New("image: Options.CacheDir is empty: set the directory built images are kept in")
-	}
-	if o.CapstanBinary == "" {
-		return Image{}, errors.New("image: Options.CapstanBinary is empty: set the Capstan binary the guest runs (os.Executable())")
-	}
-	progress := o.Progress
-	if progress == nil {
-		progress = func(string) {}
-	}
-	imagesDir := filepath.Join(o.CacheDir, "images")
-	if err := os.MkdirAll(imagesDir, 0o755); err != nil {
-		return Image{}, err
-	}
-	bin, err := stageBinary(filepath.Join(o.CacheDir, "capstan"), o.CapstanBinary)
-	if err != nil {
-		return Image{}, err
-	}
-	pruneBinaries(filepath.Join(o.CacheDir, "capstan"), filepath.Dir(bin), time.Now().Add(-binaryKeep))
-	id := RecipeID()
-	img := Image{
-		ID:            id,
-		Kernel:        filepath.Join(imagesDir, id, "vmlinuz"),
-		Initrd:        filepath.Join(imagesDir, id, "initrd.img"),
-		Disk:          filepath.Join(imagesDir, id, "disk.qcow2"),
-		CapstanBinary: bin,
-	}
-	if built(img) {
-		return img, nil
-	}
-	unlock, err := lockfile.Wait(ctx, filepath.Join(imagesDir, id+".lock"), func() {
-		progress("waiting for another process building it")
-	})
-	if err != nil {
-		return Image{}, err
-	}
-	defer unlock()
-	if built(img) { // another process built it while this one waited
-		return img, nil
-	}
-	mirror := o.Mirror
-	if mirror == "" {
-		mirror = DefaultMirror
-	}
-	if missing := MissingTools(BuildTools...); len(missing) > 0 {
-		return Image{}, fmt.Errorf("image: building the guest image needs %s on PATH: install the Debian packages mmdebstrap, e2fsprogs and qemu-utils", strings.Join(missing, ", "))
-	}
-	tmp, err := os.MkdirTemp(imagesDir, ".build-"+id+"-")
-	if err != nil {
-		return Image{}, err
-	}
-	defer removeBuildDir(tmp)
-	if err := build(ctx, tmp, mirror, progress); err != nil {
-		return Image{}, fmt.Errorf("image: building %s: %w", id, err)
-	}
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return Image{}, err
-	}
-	if err := os.Rename(tmp, filepath.Join(imagesDir, id)); err != nil {
-		return Image{}, err
-	}
-	return img, nil
-}
-
 func built(img Image) bool {
 	for _, f := range []string{img.Kernel, img.Initrd, img.Disk} {
 		if _, err := os.Stat(f); err != nil {
@@ -190,96 +70,6 @@ func built(img Image) bool {
 	return true
 }
 
-// stageBinary copies the binary to dir/<hash>/capstan unless that copy
-// exists, and returns its path. The copy is what the guest sees: a new
-// build of Capstan gets a new directory, so the base image never changes
-// for it and a running VM keeps the binary it started with.
-func stageBinary(dir, src string) (string, error) {
-	in, err := os.Open(src)
-	if err != nil {
-		return "", fmt.Errorf("image: the Capstan binary for the guest: %w", err)
-	}
-	defer in.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, in); err != nil {
-		return "", fmt.Errorf("image: reading %s: %w", src, err)
-	}
-	final := filepath.Join(dir, hex.EncodeToString(h.Sum(nil))[:16])
-	bin := filepath.Join(final, "capstan")
-	if _, err := os.Stat(bin); err == nil {
-		// Used now: pruneBinaries keeps what was used recently.
-		now := time.Now()
-		_ = os.Chtimes(final, now, now)
-		return bin, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	tmp, err := os.MkdirTemp(dir, ".stage-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(tmp)
-	if _, err := in.Seek(0, io.SeekStart); err != nil {
-		return "", err
-	}
-	out, err := os.OpenFile(filepath.Join(tmp, "capstan"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
-	if err != nil {
-		return "", err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return "", err
-	}
-	if err := out.Close(); err != nil {
-		return "", err
-	}
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return "", err
-	}
-	if err := os.Rename(tmp, final); err != nil {
-		if _, statErr := os.Stat(bin); statErr == nil {
-			return bin, nil // another caller staged the same binary first
-		}
-		return "", err
-	}
-	return bin, nil
-}
-
-// binaryKeep is how long a staged binary no VM uses is kept after it was
-// last staged or found: long enough for whoever called Ensure to start its
-// VMs with it.
-const binaryKeep = time.Hour
-
-// pruneBinaries deletes the staged binaries of dir (each build of Capstan
-// stages one, 160 MB) except keep, those staged or found since cutoff, and
-// those a running process (a VM's QEMU) names on its command line.
-func pruneBinaries(dir, keep string, cutoff time.Time) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	var inUse []byte
-	procs, _ := os.ReadDir("/proc")
-	for _, p := range procs {
-		if b, err := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline")); err == nil {
-			inUse = append(inUse, b...)
-			inUse = append(inUse, 0)
-		}
-	}
-	for _, e := range entries {
-		path := filepath.Join(dir, e.Name())
-		info, err := e.Info()
-		if err != nil || !e.IsDir() || path == keep || info.ModTime().After(cutoff) {
-			continue
-		}
-		if bytes.Contains(inUse, []byte("path="+path+",")) {
-			continue
-		}
-		_ = os.RemoveAll(path)
-	}
-}
-
 // guestFile is a file the build writes into the root file system.
 type guestFile struct {
 	path    string
@@ -287,54 +77,11 @@ type guestFile struct {
 	content string
 }
 
-// guestFiles are Capstan's additions to the Debian system.
-func guestFiles() []guestFile {
-	return []guestFile{
-		{"/usr/local/bin/kubeadm", 0o755, "#!/bin/sh\n# Capstan's kubeadm: the Capstan binary shared by the host.\nexec /opt/capstan/capstan kubeadm \"$@\"\n"},
-		// The root disk is the whole virtio disk (no partition table); the
-		// Capstan binary's directory is a read-only 9p share. nofail: a
-		// VM started without the share still boots.
-		{"/etc/fstab", 0o644, "/dev/vda / ext4 defaults,errors=remount-ro 0 1\n" +
-			CapstanMountTag + " /opt/capstan 9p trans=virtio,version=9p2000.L,ro,cache=loose,msize=262144,nofail 0 0\n"},
-		// Loaded before local-fs.target, so the 9p mount above finds its
-		// transport.
-		{"/etc/modules-load.d/capstan.conf", 0o644, "9p\n9pnet_virtio\nbr_netfilter\noverlay\n"},
-		{"/etc/default/locale", 0o644, "LANG=C.UTF-8\n"},
-		{"/etc/hostname", 0o644, "localhost\n"},
-		// Every VM gets its own machine ID on first boot.
-		{"/etc/machine-id", 0o444, ""},
-		// Only NoCloud: cloud-init does not probe for clouds that are not
-		// there (each probe costs seconds under emulation). The image has
-		// no locales package, so cloud-init must not try to generate its
-		// default locale (the module fails and cloud-init reports an
-		// error) whatever the user-data says.
-		{"/etc/cloud/cloud.cfg.d/90-capstan.cfg", 0o644, "datasource_list: [ NoCloud, None ]\nlocale: C.UTF-8\n"},
-		// What a Kubernetes node needs of the kernel.
-		{"/etc/sysctl.d/90-capstan.conf", 0o644, "net.ipv4.ip_forward = 1\n" +
-			"net.bridge.bridge-nf-call-iptables = 1\nnet.bridge.bridge-nf-call-ip6tables = 1\n"},
-	}
-}
-
 // maskedUnits run periodic jobs a short-lived guest does not need, each
 // costing seconds of emulated CPU.
 var maskedUnits = []string{
 	"apt-daily.timer", "apt-daily-upgrade.timer", "e2scrub_all.timer", "e2scrub_reap.service",
 	"fstrim.timer", "man-db.timer", "systemd-networkd-wait-online.service",
-}
-
-// build makes the image in dir: kernel, initrd and qcow2 disk.
-func build(ctx context.Context, dir, mirror string, progress func(string)) error {
-	rootfs := filepath.Join(dir, "rootfs")
-	if err := installPackages(ctx, rootfs, mirror, Packages, progress); err != nil {
-		return err
-	}
-	if err := writeGuestFiles(rootfs, guestFiles()); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Join(rootfs, "opt/capstan"), 0o755); err != nil {
-		return err
-	}
-	return finish(ctx, dir, rootfs, progress)
 }
 
 // installPackages makes rootfs a Debian system of the given packages.

@@ -30,10 +30,6 @@ type NodeOptions struct {
 	Go string
 }
 
-// NodePackages are the Debian packages of a real node's image: the base
-// system's, runc (containerd's runtime) and the reference CNI plugins.
-var NodePackages = append(append([]string(nil), Packages...), "runc", "containernetworking-plugins")
-
 // nodeRecipeVersion changes whenever the real-node build below changes in a
 // way that changes the image.
 const nodeRecipeVersion = "1"
@@ -44,7 +40,7 @@ const nodeRecipeVersion = "1"
 func nodeRecipeID(node components.Node) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "node recipe %s\nsuite %s\n", nodeRecipeVersion, Suite)
-	for _, p := range NodePackages {
+	for _, p := range Packages {
 		fmt.Fprintf(h, "package %s\n", p)
 	}
 	for _, f := range nodeGuestFiles(node) {
@@ -129,7 +125,7 @@ func EnsureNode(ctx context.Context, o NodeOptions) (Image, error) {
 // buildNode makes the real-node image of node in dir.
 func buildNode(ctx context.Context, dir, mirror string, node components.Node, progress func(string)) error {
 	rootfs := filepath.Join(dir, "rootfs")
-	if err := installPackages(ctx, rootfs, mirror, NodePackages, progress); err != nil {
+	if err := installPackages(ctx, rootfs, mirror, Packages, progress); err != nil {
 		return err
 	}
 	progress("installing Kubernetes " + node.KubernetesVersion + ", containerd and crictl")

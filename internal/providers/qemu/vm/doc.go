@@ -1,8 +1,8 @@
 // Package vm runs one QEMU virtual machine per directory: a qcow2 overlay on
 // a shared base image, a NoCloud seed carrying the machine's cloud-init data,
 // user-mode networking with loopback port forwards, optionally a second NIC
-// on an Ethernet segment shared with other VMs (Spec.Segment) and a
-// read-only 9p share of the Capstan binary, a second serial port for the
+// on an Ethernet segment shared with other VMs (Spec.Segment), a second
+// serial port for the
 // guest's reports, and a QMP socket through which it is inspected and
 // stopped. The QEMU process is detached so it outlives its caller; a later
 // caller finds it again by its directory.

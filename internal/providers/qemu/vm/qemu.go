@@ -5,8 +5,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-
-	"capstan.dev/capstan/internal/providers/qemu/image"
 )
 
 // Files of a VM's directory.
@@ -70,10 +68,6 @@ func qemuArgs(spec Spec) []string {
 		args = append(args,
 			"-netdev", "dgram,id=net1,local.type=unix,local.path="+seg.Socket+",remote.type=unix,remote.path="+seg.Switch,
 			"-device", "virtio-net-pci,netdev=net1,mac="+seg.MAC)
-	}
-	if spec.Image.CapstanBinary != "" {
-		args = append(args, "-virtfs", "local,path="+filepath.Dir(spec.Image.CapstanBinary)+
-			",mount_tag="+image.CapstanMountTag+",security_model=none,readonly=on")
 	}
 	return args
 }

@@ -9,9 +9,8 @@ import (
 
 func TestQEMUArgs(t *testing.T) {
 	spec, err := complete(Spec{
-		Dir: "/var/vms/cp-0",
-		Image: image.Image{Kernel: "/c/vmlinuz", Initrd: "/c/initrd.img", Disk: "/c/disk.qcow2",
-			CapstanBinary: "/c/capstan/0123/capstan"},
+		Dir:      "/var/vms/cp-0",
+		Image:    image.Image{Kernel: "/c/vmlinuz", Initrd: "/c/initrd.img", Disk: "/c/disk.qcow2"},
 		Hostname: "cp-0", InstanceID: "i",
 		Forwards: []Forward{{HostPort: 40022, GuestPort: 22}, {HostPort: 40443, GuestPort: 6443}},
 	})
@@ -34,7 +33,7 @@ func TestQEMUArgs(t *testing.T) {
 		"-initrd": "/c/initrd.img",
 		"-qmp":    "unix:qmp.sock,server=on,wait=off",
 		"-netdev": "user,id=net0,hostfwd=tcp:127.0.0.1:40022-:22,hostfwd=tcp:127.0.0.1:40443-:6443",
-		"-virtfs": "local,path=/c/capstan/0123,mount_tag=capstan,security_model=none,readonly=on",
+		"-virtfs": "",
 		"-serial": "chardev:console chardev:report",
 	} {
 		if got := strings.Join(opt[flag], " "); got != want {

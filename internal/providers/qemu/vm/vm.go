@@ -216,14 +216,14 @@ func complete(spec Spec) (Spec, error) {
 		return spec, err
 	}
 	spec.Dir = dir
-	for field, v := range map[string]string{"Dir": spec.Dir, "Image.Kernel": spec.Image.Kernel, "Image.Initrd": spec.Image.Initrd, "Image.Disk": spec.Image.Disk, "Image.CapstanBinary": spec.Image.CapstanBinary} {
+	for field, v := range map[string]string{"Dir": spec.Dir, "Image.Kernel": spec.Image.Kernel, "Image.Initrd": spec.Image.Initrd, "Image.Disk": spec.Image.Disk} {
 		if strings.Contains(v, ",") {
 			return spec, fmt.Errorf("vm: Spec.%s %q holds a comma, which QEMU's options cannot carry: use a path without one", field, v)
 		}
 	}
 	for field, v := range map[string]string{"Image.Kernel": spec.Image.Kernel, "Image.Initrd": spec.Image.Initrd, "Image.Disk": spec.Image.Disk} {
 		if v == "" {
-			return spec, fmt.Errorf("vm: Spec.%s is empty: use the Image image.Ensure returns", field)
+			return spec, fmt.Errorf("vm: Spec.%s is empty: use the Image image.EnsureNode returns", field)
 		}
 	}
 	if !hostnamePattern.MatchString(spec.Hostname) {
