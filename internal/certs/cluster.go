@@ -153,11 +153,13 @@ func LookupOrGenerate(ctx context.Context, c client.Client, cluster client.Objec
 	// The keys are generated side by side: a new cluster's four take
 	// about half a second one after the other with RSA-2048, and every
 	// Machine of the cluster waits for them.
+	purposes := make([]Purpose, len(missing.Secrets))
 	datas := make([]map[string][]byte, len(missing.Secrets))
 	var g errgroup.Group
 	for i, name := range missing.Secrets {
+		purposes[i] = Purpose(strings.TrimPrefix(name, cluster.Name+"-"))
 		g.Go(func() error {
-			data, err := generate(Purpose(strings.TrimPrefix(name, cluster.Name+"-")), o)
+			data, err := generate(purposes[i], o)
 			if err != nil {
 				return fmt.Errorf("generating %s: %w", name, err)
 			}
@@ -169,8 +171,6 @@ func LookupOrGenerate(ctx context.Context, c client.Client, cluster client.Objec
 		return nil, err
 	}
 	for i, name := range missing.Secrets {
-		p := Purpose(strings.TrimPrefix(name, cluster.Name+"-"))
-		data := datas[i]
 		s := &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{
 				Namespace: cluster.Namespace, Name: name,
@@ -178,7 +178,7 @@ func LookupOrGenerate(ctx context.Context, c client.Client, cluster client.Objec
 				OwnerReferences: []metav1.OwnerReference{owner},
 			},
 			Type: ClusterSecretType,
-			Data: data,
+			Data: datas[i],
 		}
 		if err := c.Create(ctx, s); err != nil {
 			if !apierrors.IsAlreadyExists(err) {
@@ -189,7 +189,7 @@ func LookupOrGenerate(ctx context.Context, c client.Client, cluster client.Objec
 				return nil, fmt.Errorf("reading secret %s/%s: %w", cluster.Namespace, name, err)
 			}
 		}
-		if err := cc.set(p, s); err != nil {
+		if err := cc.set(purposes[i], s); err != nil {
 			return nil, err
 		}
 	}

@@ -88,15 +88,24 @@ func KeysGenerated() map[KeyAlgorithm]int64 {
 	return out
 }
 
+// normalized is a, checked, with the empty algorithm as the default.
+func (a KeyAlgorithm) normalized() (KeyAlgorithm, error) {
+	if err := a.Validate(); err != nil {
+		return "", err
+	}
+	if a == "" {
+		return DefaultKeyAlgorithm, nil
+	}
+	return a, nil
+}
+
 // newKey generates a private key. RSA keys take tens of milliseconds
 // (RSA-2048) to about a second (RSA-4096) each, ECDSA keys microseconds;
 // callers that mint keys often should reuse them while they are valid.
 func (a KeyAlgorithm) newKey() (crypto.Signer, error) {
-	if err := a.Validate(); err != nil {
+	a, err := a.normalized()
+	if err != nil {
 		return nil, err
-	}
-	if a == "" {
-		a = DefaultKeyAlgorithm
 	}
 	// ECDSA keys take microseconds: they do not wait behind RSA ones.
 	rsaKey := a == RSA2048 || a == RSA3072 || a == RSA4096
@@ -165,11 +174,9 @@ func KeyAlgorithmOf(pub crypto.PublicKey) (KeyAlgorithm, error) {
 // the mean of n keys generated one after the other (not counted in
 // KeysGenerated).
 func KeyCost(a KeyAlgorithm, n int) (time.Duration, error) {
-	if err := a.Validate(); err != nil {
+	a, err := a.normalized()
+	if err != nil {
 		return 0, err
-	}
-	if a == "" {
-		a = DefaultKeyAlgorithm
 	}
 	if n < 1 {
 		n = 1

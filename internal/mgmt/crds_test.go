@@ -22,14 +22,7 @@ import (
 // none on a plane that has them all, the one someone else edited, the one
 // whose digest is gone.
 func TestInstallCRDsAppliesOnlyWhatChanged(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a management plane")
-	}
-	env, err := testenv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(env.Stop)
+	env := startPlane(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	api := apiextensionsclient.NewForConfigOrDie(env.Config).ApiextensionsV1().CustomResourceDefinitions()
@@ -126,3 +119,18 @@ func TestInstallCRDsAppliesOnlyWhatChanged(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// startPlane starts a management plane of the test's own, stopped when the
+// test ends; under -short the test is skipped instead.
+func startPlane(t *testing.T) *testenv.Env {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a management plane")
+	}
+	env, err := testenv.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(env.Stop)
+	return env
+}

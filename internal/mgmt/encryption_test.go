@@ -17,7 +17,6 @@ import (
 
 	"capstan.dev/capstan/internal/certs"
 	"capstan.dev/capstan/internal/etcdclient"
-	"capstan.dev/capstan/internal/testenv"
 )
 
 // The key is made once, readable by its owner only, and never replaced: a
@@ -46,14 +45,7 @@ func TestEncryptionConfigIsMadeOnceAndPrivate(t *testing.T) {
 // its etcd, and a Secret stored in plain text (by a plane from before
 // encryption) is still read, and encrypted by the next start of the plane.
 func TestSecretsAreEncryptedAtRest(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a management plane")
-	}
-	env, err := testenv.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(env.Stop)
+	env := startPlane(t)
 	started := time.Now()
 	defer func() { t.Logf("the checks took %s after the plane started", time.Since(started)) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
