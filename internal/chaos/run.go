@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,6 +21,7 @@ import (
 	controlplanev1 "capstan.dev/capstan/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/bench"
+	"capstan.dev/capstan/internal/patch"
 	"capstan.dev/capstan/internal/scheme"
 )
 
@@ -378,19 +378,20 @@ func (r *run) patchEach(ctx context.Context, change func(*ClusterWant)) error {
 		change(&w)
 		r.want.Clusters[name] = w
 		patches := []struct {
-			kind, group, name, body string
+			kind, group, name string
+			body              client.Patch
 		}{
 			{"KubeadmControlPlane", controlplanev1.GroupVersion.Group, name + "-cp",
-				fmt.Sprintf(`{"spec":{"replicas":%d,"version":%q}}`, w.ControlPlane, w.Version)},
+				patch.Merge(map[string]any{"spec": map[string]any{"replicas": w.ControlPlane, "version": w.Version}})},
 			{"MachineDeployment", clusterv1.GroupVersion.Group, name + "-md",
-				fmt.Sprintf(`{"spec":{"replicas":%d,"template":{"spec":{"version":%q}}}}`, w.Workers, w.Version)},
+				patch.Merge(map[string]any{"spec": map[string]any{"replicas": w.Workers, "template": map[string]any{"spec": map[string]any{"version": w.Version}}}})},
 		}
 		for _, p := range patches {
 			u := &unstructured.Unstructured{}
 			u.SetGroupVersionKind(schema.GroupVersionKind{Group: p.group, Version: "v1beta2", Kind: p.kind})
 			u.SetNamespace(namespace)
 			u.SetName(p.name)
-			if err := r.write(ctx, func() error { return r.client.Patch(ctx, u, client.RawPatch(types.MergePatchType, []byte(p.body))) }); err != nil {
+			if err := r.write(ctx, func() error { return r.client.Patch(ctx, u, p.body) }); err != nil {
 				return fmt.Errorf("patching %s %s: %w", p.kind, p.name, err)
 			}
 		}

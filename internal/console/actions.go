@@ -13,12 +13,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/contract"
+	"capstan.dev/capstan/internal/patch"
 	"capstan.dev/capstan/internal/workload"
 )
 
@@ -233,10 +233,6 @@ func (s *Server) changeTopology(ctx context.Context, c *clusterv1.Cluster, chang
 	return s.client.Patch(ctx, c, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{}), fieldOwner)
 }
 
-func (s *Server) mergePatch(ctx context.Context, obj client.Object, patch map[string]any) error {
-	data, err := json.Marshal(patch)
-	if err != nil {
-		return err
-	}
-	return s.client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, data), fieldOwner)
+func (s *Server) mergePatch(ctx context.Context, obj client.Object, doc map[string]any) error {
+	return s.client.Patch(ctx, obj, patch.Merge(doc), fieldOwner)
 }

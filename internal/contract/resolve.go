@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
-	"capstan.dev/capstan/internal/kit"
 	"capstan.dev/capstan/internal/patch"
+	"capstan.dev/capstan/internal/usererror"
 )
 
 // CRDName is the name of the CRD that defines kind in group, as Cluster API
@@ -76,7 +76,7 @@ func (r *Resolver) GroupVersionKind(ctx context.Context, ref clusterv1.ContractV
 	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
 	if err := r.Reader.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
 		if apierrors.IsNotFound(err) {
-			return schema.GroupVersionKind{}, kit.UserFix(&KindNotInstalledError{Kind: ref.Kind, Group: ref.APIGroup, CRD: name})
+			return schema.GroupVersionKind{}, usererror.Mark(&KindNotInstalledError{Kind: ref.Kind, Group: ref.APIGroup, CRD: name})
 		}
 		if apierrors.IsForbidden(err) && r.Discovery != nil {
 			return r.discoveredVersion(ref, name)
@@ -85,7 +85,7 @@ func (r *Resolver) GroupVersionKind(ctx context.Context, ref clusterv1.ContractV
 	}
 	v := newestContractVersion(crd.GetLabels()[clusterv1.ContractVersionLabel])
 	if v == "" {
-		return schema.GroupVersionKind{}, kit.UserFix(&NotContractCompliantError{CRD: name})
+		return schema.GroupVersionKind{}, usererror.Mark(&NotContractCompliantError{CRD: name})
 	}
 	return schema.GroupVersionKind{Group: ref.APIGroup, Version: v, Kind: ref.Kind}, nil
 }
@@ -101,7 +101,7 @@ func (r *Resolver) GroupVersionKind(ctx context.Context, ref clusterv1.ContractV
 func (r *Resolver) discoveredVersion(ref clusterv1.ContractVersionedObjectReference, crd string) (schema.GroupVersionKind, error) {
 	mapping, err := r.Discovery.RESTMapping(schema.GroupKind{Group: ref.APIGroup, Kind: ref.Kind})
 	if meta.IsNoMatchError(err) {
-		return schema.GroupVersionKind{}, kit.UserFix(&KindNotInstalledError{Kind: ref.Kind, Group: ref.APIGroup, CRD: crd})
+		return schema.GroupVersionKind{}, usererror.Mark(&KindNotInstalledError{Kind: ref.Kind, Group: ref.APIGroup, CRD: crd})
 	}
 	if err != nil {
 		return schema.GroupVersionKind{}, fmt.Errorf("finding the version of %s: reading CRD %s is forbidden and API discovery failed: %w", ref.Kind, crd, err)

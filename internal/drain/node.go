@@ -6,8 +6,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"capstan.dev/capstan/internal/patch"
 )
 
 // Cordon marks the node unschedulable (spec.unschedulable, which the node
@@ -23,8 +24,8 @@ func Cordon(ctx context.Context, c client.Client, nodeName string) error {
 	if node.Spec.Unschedulable {
 		return nil
 	}
-	patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"unschedulable":true}}`))
-	if err := c.Patch(ctx, node, patch); err != nil {
+	cordon := patch.Merge(map[string]any{"spec": map[string]any{"unschedulable": true}})
+	if err := c.Patch(ctx, node, cordon); err != nil {
 		return fmt.Errorf("cordoning node %s: %w", nodeName, err)
 	}
 	return nil

@@ -2,7 +2,6 @@ package install
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -10,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"capstan.dev/capstan/internal/patch"
 )
 
 // Pending lists the CRDs among names (those that exist) whose stored
@@ -69,14 +70,11 @@ func Migrate(ctx context.Context, c client.Client, names []string, done MigrateP
 		}
 		// Only now may the old versions leave storedVersions: every object
 		// was re-written after the storage version became the one used.
-		patch, err := json.Marshal(map[string]any{
+		stored := patch.Merge(map[string]any{
 			"metadata": map[string]any{"resourceVersion": crd.ResourceVersion},
 			"status":   map[string]any{"storedVersions": []string{storage}},
 		})
-		if err != nil {
-			return err
-		}
-		if err := c.Status().Patch(ctx, crd, client.RawPatch("application/merge-patch+json", patch)); err != nil {
+		if err := c.Status().Patch(ctx, crd, stored); err != nil {
 			return fmt.Errorf("setting status.storedVersions of CRD %s to [%s]: %w", name, storage, err)
 		}
 		if done != nil {

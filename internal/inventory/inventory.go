@@ -16,7 +16,6 @@ package inventory
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -32,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterctlv1 "capstan.dev/capstan/api/clusterctl/v1alpha3"
+	"capstan.dev/capstan/internal/patch"
 )
 
 // CRDName is the name of clusterctl's inventory CRD.
@@ -259,8 +259,7 @@ func mergePatch(want *clusterctlv1.Provider) client.Patch {
 			body[f] = fields[f]
 		}
 	}
-	raw, _ := json.Marshal(body) // maps of strings always marshal
-	return client.RawPatch("application/merge-patch+json", raw)
+	return patch.Merge(body)
 }
 
 func ensureNamespace(ctx context.Context, c client.Client, name string) error {

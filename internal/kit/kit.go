@@ -15,6 +15,7 @@ import (
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/pace"
 	"capstan.dev/capstan/internal/patch"
+	"capstan.dev/capstan/internal/usererror"
 )
 
 // Reconciler runs one controller's reconcile of objects of type O with a
@@ -133,8 +134,8 @@ func (k *Reconciler[O, S]) Reconcile(ctx context.Context, req ctrl.Request) (res
 		return ctrl.Result{}, err
 	}
 	defer func() {
-		if reterr != nil && IsUserError(reterr) {
-			res, reterr = ctrl.Result{RequeueAfter: UserErrorRetry}, nil
+		if reterr != nil && usererror.Is(reterr) {
+			res, reterr = ctrl.Result{RequeueAfter: usererror.Retry}, nil
 		}
 		if k.Report != nil {
 			k.Report(s)

@@ -17,6 +17,7 @@ import (
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/kit"
+	"capstan.dev/capstan/internal/usererror"
 )
 
 type scope struct {
@@ -105,11 +106,11 @@ func TestReconcileUserErrorIsASlowRequeue(t *testing.T) {
 	w := &writes{}
 	k, _ := newKit(t, w, func(_ context.Context, s *scope) (ctrl.Result, error) {
 		s.ran = true
-		return ctrl.Result{RequeueAfter: time.Second}, kit.UserFix(errors.New("kind X is not installed"))
+		return ctrl.Result{RequeueAfter: time.Second}, usererror.Mark(errors.New("kind X is not installed"))
 	})
 	res, err := k.Reconcile(context.Background(), req)
-	if err != nil || res.RequeueAfter != kit.UserErrorRetry {
-		t.Fatalf("result %+v, %v; want no error and a requeue after %s", res, err, kit.UserErrorRetry)
+	if err != nil || res.RequeueAfter != usererror.Retry {
+		t.Fatalf("result %+v, %v; want no error and a requeue after %s", res, err, usererror.Retry)
 	}
 	if w.n != 1 {
 		t.Errorf("%d writes, want the status reported once", w.n)

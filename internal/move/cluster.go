@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"capstan.dev/capstan/internal/patch"
 	"capstan.dev/capstan/internal/progress"
 )
 
@@ -114,8 +115,8 @@ func (s *clusterSource) objects(ctx context.Context, pause bool) ([]*unstructure
 		case paused:
 			fmt.Fprintf(s.out, "%s was paused before the move; it stays paused in the target.\n", k)
 		default:
-			patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"true"}},"spec":{"paused":true}}`, pausedByMoveKey)
-			if err := s.c.Patch(ctx, cl, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+			pause := patch.Merge(map[string]any{"metadata": map[string]any{"annotations": map[string]any{pausedByMoveKey: "true"}}, "spec": map[string]any{"paused": true}})
+			if err := s.c.Patch(ctx, cl, pause); err != nil {
 				return nil, fmt.Errorf("pausing %s: %w", k, err)
 			}
 			s.pausedByMove++
@@ -147,8 +148,8 @@ func (s *clusterSource) objects(ctx context.Context, pause bool) ([]*unstructure
 			}
 			continue // paused by a user (stays so) or by an earlier run
 		}
-		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"",%q:"true"}}}`, pausedAnnotation, pausedByMoveKey)
-		if err := s.c.Patch(ctx, u, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		pause := patch.Merge(map[string]any{"metadata": map[string]any{"annotations": map[string]any{pausedAnnotation: "", pausedByMoveKey: "true"}}})
+		if err := s.c.Patch(ctx, u, pause); err != nil {
 			return nil, fmt.Errorf("pausing %s: %w", k, err)
 		}
 		s.pausedByMove++
@@ -276,8 +277,7 @@ func (s *clusterSource) remove(ctx context.Context, obj *unstructured.Unstructur
 		return false, nil
 	}
 	if len(cur.GetFinalizers()) > 0 {
-		patch := []byte(`{"metadata":{"finalizers":null}}`)
-		if err := s.c.Patch(ctx, cur, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		if err := s.c.Patch(ctx, cur, patch.Merge(map[string]any{"metadata": map[string]any{"finalizers": nil}})); err != nil {
 			return false, client.IgnoreNotFound(err)
 		}
 	}
@@ -309,8 +309,7 @@ func (s *clusterSource) commit(ctx context.Context, objs []*unstructured.Unstruc
 		if _, marked := u.GetAnnotations()[deletingKey]; marked {
 			continue
 		}
-		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:"true"}}}`, deletingKey)
-		if err := s.c.Patch(ctx, u, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		if err := s.c.Patch(ctx, u, patch.Merge(map[string]any{"metadata": map[string]any{"annotations": map[string]any{deletingKey: "true"}}})); err != nil {
 			return marked, fmt.Errorf("marking %s before deleting: %w", keyOf(u), err)
 		}
 		marked = true
@@ -623,8 +622,8 @@ func unpauseMoved(ctx context.Context, c client.Client, namespace string, hook *
 				clusterObjs = append(clusterObjs, u)
 				continue
 			}
-			patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:null,%q:null}}}`, pausedAnnotation, pausedByMoveKey)
-			if err := c.Patch(ctx, u, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+			unpause := patch.Merge(map[string]any{"metadata": map[string]any{"annotations": map[string]any{pausedAnnotation: nil, pausedByMoveKey: nil}}})
+			if err := c.Patch(ctx, u, unpause); err != nil {
 				return out, fmt.Errorf("unpausing %s: %w", keyOf(u), err)
 			}
 			if err := hook.wrote("unpause", keyOf(u)); err != nil {
@@ -633,8 +632,8 @@ func unpauseMoved(ctx context.Context, c client.Client, namespace string, hook *
 		}
 	}
 	for _, cl := range clusterObjs {
-		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:null,%q:null}},"spec":{"paused":null}}`, pausedByMoveKey, deletingKey)
-		if err := c.Patch(ctx, cl, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		unpause := patch.Merge(map[string]any{"metadata": map[string]any{"annotations": map[string]any{pausedByMoveKey: nil, deletingKey: nil}}, "spec": map[string]any{"paused": nil}})
+		if err := c.Patch(ctx, cl, unpause); err != nil {
 			return out, fmt.Errorf("unpausing %s: %w", keyOf(cl), err)
 		}
 		clusters = append(clusters, keyOf(cl))

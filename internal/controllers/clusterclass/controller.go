@@ -27,6 +27,7 @@ import (
 	"capstan.dev/capstan/internal/pause"
 	"capstan.dev/capstan/internal/topology"
 	"capstan.dev/capstan/internal/topology/variables"
+	"capstan.dev/capstan/internal/usererror"
 )
 
 // Reconciler reconciles ClusterClasses.
@@ -187,7 +188,7 @@ func (r *Reconciler) reconcileTemplates(ctx context.Context, s *scope) (time.Dur
 	for _, cr := range templateRefs(s.cc) {
 		gv, err := schema.ParseGroupVersion(cr.Ref.APIVersion)
 		if err != nil {
-			errs = append(errs, kit.UserFix(fmt.Errorf("%s: apiVersion %q is not group/version: fix the reference", cr.Field, cr.Ref.APIVersion)))
+			errs = append(errs, usererror.Mark(fmt.Errorf("%s: apiVersion %q is not group/version: fix the reference", cr.Field, cr.Ref.APIVersion)))
 			continue
 		}
 		vref := clusterv1.ContractVersionedObjectReference{APIGroup: gv.Group, Kind: cr.Ref.Kind, Name: cr.Ref.Name}
@@ -208,7 +209,7 @@ func (r *Reconciler) reconcileTemplates(ctx context.Context, s *scope) (time.Dur
 			return nil
 		})
 		if apierrors.IsNotFound(err) {
-			err = kit.UserFix(fmt.Errorf("%s: %s %s does not exist in namespace %s: create it or fix the reference", cr.Field, cr.Ref.Kind, cr.Ref.Name, s.cc.Namespace))
+			err = usererror.Mark(fmt.Errorf("%s: %s %s does not exist in namespace %s: create it or fix the reference", cr.Field, cr.Ref.Kind, cr.Ref.Name, s.cc.Namespace))
 		}
 		if err != nil {
 			errs = append(errs, err)

@@ -16,9 +16,9 @@ import (
 	"capstan.dev/capstan/internal/conditions"
 	"capstan.dev/capstan/internal/contract"
 	"capstan.dev/capstan/internal/index"
-	"capstan.dev/capstan/internal/kit"
 	"capstan.dev/capstan/internal/topology"
 	"capstan.dev/capstan/internal/topology/desired"
+	"capstan.dev/capstan/internal/usererror"
 )
 
 // gather reads the ClusterClass, the templates it references and what
@@ -44,7 +44,7 @@ func (r *Reconciler) gather(ctx context.Context, s *scope) (time.Duration, error
 		return 0, nil
 	}
 	if err := unsupported(class); err != nil {
-		return 0, kit.UserFix(err)
+		return 0, usererror.Mark(err)
 	}
 	templates, err := r.classTemplates(ctx, class)
 	if err != nil {
@@ -115,7 +115,7 @@ func (r *Reconciler) classTemplates(ctx context.Context, class *clusterv1.Cluste
 	for _, cr := range topology.ClassTemplateRefs(class) {
 		field, ref := cr.Field, cr.Ref
 		if _, err := schema.ParseGroupVersion(ref.APIVersion); err != nil {
-			errs = append(errs, kit.UserFix(fmt.Errorf("ClusterClass %s %s: apiVersion %q: %w", class.Name, field, ref.APIVersion, err)))
+			errs = append(errs, usererror.Mark(fmt.Errorf("ClusterClass %s %s: apiVersion %q: %w", class.Name, field, ref.APIVersion, err)))
 			continue
 		}
 		key := desired.KeyOf(ref, class.Namespace)
@@ -125,7 +125,7 @@ func (r *Reconciler) classTemplates(ctx context.Context, class *clusterv1.Cluste
 		obj, err := r.Resolver.Get(ctx, r.Client, clusterv1.ContractVersionedObjectReference{APIGroup: key.Group, Kind: ref.Kind, Name: ref.Name}, class.Namespace)
 		if err != nil {
 			if apierrors.IsNotFound(err) {
-				err = kit.UserFix(fmt.Errorf("ClusterClass %s %s: %s %s does not exist: create it or fix the reference", class.Name, field, ref.Kind, ref.Name))
+				err = usererror.Mark(fmt.Errorf("ClusterClass %s %s: %s %s does not exist: create it or fix the reference", class.Name, field, ref.Kind, ref.Name))
 			} else {
 				err = fmt.Errorf("ClusterClass %s %s: %w", class.Name, field, err)
 			}

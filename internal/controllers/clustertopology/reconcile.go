@@ -19,9 +19,9 @@ import (
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/contract"
-	"capstan.dev/capstan/internal/kit"
 	"capstan.dev/capstan/internal/ssa"
 	"capstan.dev/capstan/internal/topology/desired"
+	"capstan.dev/capstan/internal/usererror"
 )
 
 // Event reasons (upstream's): what the topology created (a rotated
@@ -48,7 +48,7 @@ func (r *Reconciler) computeState(_ context.Context, s *scope) (time.Duration, e
 		// What makes a topology impossible is in the class or the
 		// Cluster: only their owner can fix it, and their change wakes
 		// the Cluster.
-		return 0, kit.UserFix(fmt.Errorf("computing the topology of ClusterClass %s: %w", s.class.Name, err))
+		return 0, usererror.Mark(fmt.Errorf("computing the topology of ClusterClass %s: %w", s.class.Name, err))
 	}
 	s.state = state
 	return 0, nil
@@ -78,7 +78,7 @@ func (r *Reconciler) applyState(ctx context.Context, s *scope) (time.Duration, e
 	if what := incompatible(s.current, st); len(what) > 0 {
 		// Nothing is applied: half a move to other kinds would leave the
 		// Cluster between two sets of objects.
-		return 0, kit.UserFix(fmt.Errorf("the topology cannot move to ClusterClass %s: %s; a Cluster keeps the kinds of its infrastructure cluster, control plane and machine templates: go back to the former class, or to one with the same kinds",
+		return 0, usererror.Mark(fmt.Errorf("the topology cannot move to ClusterClass %s: %s; a Cluster keeps the kinds of its infrastructure cluster, control plane and machine templates: go back to the former class, or to one with the same kinds",
 			s.class.Name, strings.Join(what, "; ")))
 	}
 	if st.InfrastructureCluster != nil {

@@ -18,8 +18,8 @@ import (
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	"capstan.dev/capstan/internal/certs"
 	"capstan.dev/capstan/internal/contract"
-	"capstan.dev/capstan/internal/kit"
 	"capstan.dev/capstan/internal/kubeadm"
+	"capstan.dev/capstan/internal/usererror"
 )
 
 // Reasons of DataSecretAvailable and CertificatesAvailable while the
@@ -142,7 +142,7 @@ func (r *Reconciler) reconcileInit(ctx context.Context, s *scope) (time.Duration
 		certs.WithCALifetime(lifetime), certs.WithKeyAlgorithm(keyAlgorithm))
 	if err != nil {
 		s.certs = &certsState{reason: CertificatesInvalidReason, message: err.Error()}
-		return 0, kit.UserFix(err)
+		return 0, usererror.Mark(err)
 	}
 	s.certs = &certsState{ok: true}
 	endpoint := kubeadm.JoinEndpoint(c.Spec.ControlPlaneEndpoint)
@@ -155,7 +155,7 @@ func (r *Reconciler) reconcileInit(ctx context.Context, s *scope) (time.Duration
 	}
 	kubeadmFile, err := kubeadm.RenderInit(cfg.Spec.ClusterConfiguration, cfg.Spec.InitConfiguration, m.Spec.Version, c.Name, endpoint, &c.Spec.ClusterNetwork)
 	if err != nil {
-		return 0, kit.UserFix(err)
+		return 0, usererror.Mark(err)
 	}
 	certFiles, err := cc.Files(cfg.Spec.ClusterConfiguration.CertificatesDir)
 	if err != nil {
@@ -175,7 +175,7 @@ func (r *Reconciler) reconcileJoin(ctx context.Context, s *scope, controlPlane b
 		return lockRetry, nil
 	case err != nil && !certs.IsMissing(err):
 		s.certs = &certsState{reason: CertificatesInvalidReason, message: err.Error()}
-		return 0, kit.UserFix(err)
+		return 0, usererror.Mark(err)
 	}
 	s.certs = &certsState{ok: true}
 
@@ -205,7 +205,7 @@ func (r *Reconciler) reconcileJoin(ctx context.Context, s *scope, controlPlane b
 	}
 	kubeadmFile, err := kubeadm.RenderJoin(join, s.machine.Spec.Version)
 	if err != nil {
-		return 0, kit.UserFix(err)
+		return 0, usererror.Mark(err)
 	}
 	var certFiles []certs.File
 	if controlPlane {
@@ -231,7 +231,7 @@ func (r *Reconciler) writeData(ctx context.Context, s *scope, kubeadmFile []byte
 			v, err := r.secretValue(ctx, cfg.Namespace, f.ContentFrom.Secret.Name, f.ContentFrom.Secret.Key, fmt.Sprintf("spec.files[%d].contentFrom", i))
 			if err != nil {
 				s.wait(InvalidConfigReason, err.Error())
-				return 0, kit.UserFix(err)
+				return 0, usererror.Mark(err)
 			}
 			content = v
 		}
@@ -243,7 +243,7 @@ func (r *Reconciler) writeData(ctx context.Context, s *scope, kubeadmFile []byte
 			v, err := r.secretValue(ctx, cfg.Namespace, u.PasswdFrom.Secret.Name, u.PasswdFrom.Secret.Key, fmt.Sprintf("spec.users[%d].passwdFrom", i))
 			if err != nil {
 				s.wait(InvalidConfigReason, err.Error())
-				return 0, kit.UserFix(err)
+				return 0, usererror.Mark(err)
 			}
 			bd.passwords[i] = v
 		case u.Passwd != "":
@@ -284,7 +284,7 @@ func (r *Reconciler) writeData(ctx context.Context, s *scope, kubeadmFile []byte
 		if !ownedBy(existing, cfg.UID) {
 			err := fmt.Errorf("secret %s/%s exists and does not belong to KubeadmConfig %s: delete or rename it so the bootstrap data can be written", cfg.Namespace, cfg.Name, cfg.Name)
 			s.wait(InvalidConfigReason, err.Error())
-			return 0, kit.UserFix(err)
+			return 0, usererror.Mark(err)
 		}
 		if !bytes.Equal(existing.Data["value"], value) || string(existing.Data[FormatKey]) != string(bootstrapv1.CloudConfig) {
 			existing.Data = secret.Data

@@ -2,15 +2,14 @@ package machine
 
 import (
 	"context"
-	"encoding/json"
 	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
+	capstanpatch "capstan.dev/capstan/internal/patch"
 	"capstan.dev/capstan/internal/plan"
 )
 
@@ -81,14 +80,10 @@ func (r *Reconciler) syncNode(ctx context.Context, c client.Client, s *scope) er
 		}
 	}
 	if patch := nodeMetadataPatch(node, labels, annotations); patch != nil {
-		body, err := json.Marshal(map[string]any{"metadata": patch})
-		if err != nil {
-			return err
-		}
 		// The patch leaves node as the API server returned it, so the
 		// taints continue from the Node as it now is.
 		node = node.DeepCopy()
-		if err := c.Patch(ctx, node, client.RawPatch(types.MergePatchType, body)); err != nil {
+		if err := c.Patch(ctx, node, capstanpatch.Merge(map[string]any{"metadata": patch})); err != nil {
 			return err
 		}
 	}
@@ -144,15 +139,11 @@ func syncTaints(ctx context.Context, c client.Client, node *corev1.Node, want []
 	if !decided.Changed {
 		return nil
 	}
-	body, err := json.Marshal(map[string]any{
+	return c.Patch(ctx, node.DeepCopy(), capstanpatch.Merge(map[string]any{
 		"metadata": map[string]any{
 			"resourceVersion": node.ResourceVersion,
 			"annotations":     map[string]any{NodeManagedTaintsAnnotation: decided.Tracked},
 		},
 		"spec": map[string]any{"taints": decided.Taints},
-	})
-	if err != nil {
-		return err
-	}
-	return c.Patch(ctx, node.DeepCopy(), client.RawPatch(types.MergePatchType, body))
+	}))
 }
