@@ -76,14 +76,17 @@ func TestQEMUClusterLifecycle(t *testing.T) {
 	p := newPlane(t)
 	ctx := context.Background()
 	config := filepath.Join(t.TempDir(), "vms.yaml")
-	// A worker whose Node is not Ready for 2 minutes is remediated, so that
-	// the killed VM is replaced soon; not sooner, since a Node that has just
-	// registered stays NotReady a while on a loaded host (with 30 s a new
-	// worker was replaced for it). A new worker gets 20 minutes to join, as
-	// an emulated VM on a loaded host may need, so that the health check
-	// does not replace one that is only slow.
+	// A worker whose Node is not Ready for 5 minutes (the template's
+	// default) is remediated, so that the killed VM is replaced; not sooner:
+	// while another VM boots, the lone emulated control plane answers
+	// slowly and a worker's Node may go NotReady for a while (with 30 s a
+	// new worker was replaced for it; with 120 s one CI run's scale-up did
+	// not complete in 20 minutes, its worker VMs replaced meanwhile). A
+	// new worker gets 20 minutes to join, as an emulated VM on a loaded
+	// host may need, so that the health check does not replace one that is
+	// only slow.
 	if err := os.WriteFile(config, []byte("CONTROL_PLANE_MACHINE_CPUS: 2\nCONTROL_PLANE_MACHINE_MEMORY_MIB: 2048\nWORKER_MACHINE_CPUS: 1\nWORKER_MACHINE_MEMORY_MIB: 1024\n"+
-		"WORKER_UNHEALTHY_TIMEOUT_SECONDS: 120\nWORKER_NODE_STARTUP_TIMEOUT_SECONDS: 1200\n"), 0o600); err != nil {
+		"WORKER_UNHEALTHY_TIMEOUT_SECONDS: 300\nWORKER_NODE_STARTUP_TIMEOUT_SECONDS: 1200\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	// The first machine waits for the guest image: built on the cache's
@@ -451,6 +454,7 @@ func TestQEMUClusterLifecycle(t *testing.T) {
 		if err := mc.Patch(ctx, &clusterv1.MachineDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "vms-md-0"}}, scale); err != nil {
 			t.Fatal(err)
 		}
+		defer logWorkerMachinesOnFailure(t, mc)
 		waitReadyNodes(t, wl, 3, budget(t, 20*time.Minute))
 		t.Logf("workers 1 → 2: 3 Ready nodes %.0fs after the scale", time.Since(scaled).Seconds())
 		checkQEMUNodes(t, mc, wl, budget(t, 2*time.Minute))
@@ -471,10 +475,10 @@ func TestQEMUClusterLifecycle(t *testing.T) {
 		for _, status := range []corev1.ConditionStatus{corev1.ConditionUnknown, corev1.ConditionFalse} {
 			found := false
 			for _, c := range mhc.Spec.Checks.UnhealthyNodeConditions {
-				found = found || c.Type == corev1.NodeReady && c.Status == status && ptr.Deref(c.TimeoutSeconds, 0) == 120
+				found = found || c.Type == corev1.NodeReady && c.Status == status && ptr.Deref(c.TimeoutSeconds, 0) == 300
 			}
 			if !found {
-				t.Errorf("MachineHealthCheck vms-md-0 has no Ready=%s check of WORKER_UNHEALTHY_TIMEOUT_SECONDS (120 s): %+v", status, mhc.Spec.Checks.UnhealthyNodeConditions)
+				t.Errorf("MachineHealthCheck vms-md-0 has no Ready=%s check of WORKER_UNHEALTHY_TIMEOUT_SECONDS (300 s): %+v", status, mhc.Spec.Checks.UnhealthyNodeConditions)
 			}
 		}
 		list := &qemuv1.QEMUMachineList{}
@@ -563,6 +567,31 @@ func TestQEMUClusterLifecycle(t *testing.T) {
 			return strings.Join(left, ", ")
 		})
 	})
+}
+
+// logWorkerMachinesOnFailure logs, when t failed, each worker Machine of
+// cluster vms with its phase, age, deletion and conditions that are not
+// True, so that a scale that did not complete says which machine stalled
+// or was replaced, and why.
+func logWorkerMachinesOnFailure(t *testing.T, mc client.Client) {
+	if !t.Failed() {
+		return
+	}
+	list := &clusterv1.MachineList{}
+	if err := mc.List(context.Background(), list, client.InNamespace("default"), client.MatchingLabels{clusterv1.MachineDeploymentNameLabel: "vms-md-0"}); err != nil {
+		t.Logf("listing the worker Machines: %v", err)
+		return
+	}
+	for _, m := range list.Items {
+		var notTrue []string
+		for _, c := range m.Status.Conditions {
+			if c.Status != metav1.ConditionTrue {
+				notTrue = append(notTrue, fmt.Sprintf("%s=%s (%s: %s)", c.Type, c.Status, c.Reason, c.Message))
+			}
+		}
+		t.Logf("worker Machine %s: phase %s, age %.0fs, deleting %v; not True: %s",
+			m.Name, m.Status.Phase, time.Since(m.CreationTimestamp.Time).Seconds(), m.DeletionTimestamp != nil, strings.Join(notTrue, "; "))
+	}
 }
 
 // clusterNetEntries are the entries of netDir that the cluster's running
