@@ -63,7 +63,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if err != nil {
 		opts.Log.Info("The kubelet will run no manager Pod", "reason", err.Error())
 	}
-	n, err := NewNode(NodeOptions{
+	a, err := newAgent(nodeOptions{
 		Root:     filepath.Join(dir, machinedir.RootFS),
 		LocalDir: localDir,
 		Identity: Identity{Hostname: m.Hostname, ProviderID: m.ProviderID, Version: m.Version},
@@ -73,11 +73,10 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if err != nil {
 		return err
 	}
-	a := n.a
-	stop := func() { n.Stop(opts.ShutdownTimeout) }
+	stop := func() { a.stop(opts.ShutdownTimeout) }
 
-	if n.Initialised() {
-		if err := n.Resume(ctx); err != nil {
+	if a.st.Started {
+		if err := a.restart(ctx); err != nil {
 			stop()
 			if ctx.Err() != nil {
 				return nil
@@ -95,7 +94,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	}
 	a.setStatus(func(s *machinedir.Status) { s.Phase, s.Message = machinedir.PhaseRunning, "" })
 	a.log.Info("Machine running", "node", a.st.NodeName, "role", a.st.Role)
-	return n.Wait(ctx, opts.ShutdownTimeout)
+	return a.wait(ctx, opts.ShutdownTimeout)
 }
 
 // bootstrap applies the bootstrap data; the Runner's Init and Join start

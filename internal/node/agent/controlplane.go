@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -408,12 +407,9 @@ func (a *agent) startKubelet(o kubelet.Options) {
 	// Capstan's manager Pod runs as a process under the machine's "/".
 	o.RootDir, o.LocalDir = a.root, a.localDir
 	o.Log = a.log.WithName("kubelet")
-	registered := make(chan struct{})
-	o.OnRegistered = sync.OnceFunc(func() { close(registered) })
 	ctx, cancel := context.WithCancel(context.Background())
 	a.kubeletCancel = cancel
 	a.kubeletDone = make(chan struct{})
-	a.kubeletRegistered = registered
 	a.log.Info("Starting the kubelet", "node", o.NodeName)
 	go func() {
 		defer close(a.kubeletDone)

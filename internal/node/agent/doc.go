@@ -26,7 +26,6 @@
 // which the manager uses too.
 //
 // The kubeadm side — init, join, the restart and the running components —
-// is a Node on the machine's root directory, reporting through a Reporter:
-// `capstan node run` makes one on DIR/rootfs reporting to the machine
-// directory.
+// works on the machine's root directory, DIR/rootfs, and reports through
+// a Reporter, which `capstan node run` points at the machine directory.
 package agent

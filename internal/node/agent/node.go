@@ -34,8 +34,8 @@ type Identity struct {
 	Version string
 }
 
-// NodeOptions make a Node.
-type NodeOptions struct {
+// nodeOptions make an agent.
+type nodeOptions struct {
 	// Root is the machine's "/", a directory on the host.
 	Root string
 	// LocalDir is the local provider's directory the machine is one of;
@@ -48,11 +48,8 @@ type NodeOptions struct {
 	Log    logr.Logger
 }
 
-// Node is one machine's kubeadm side: kubeadm init and join performed on
-// its root, the restart of what it became, and the components it runs.
-type Node struct{ a *agent }
-
-// agent is one run of a machine.
+// agent is one run of a machine: kubeadm init and join performed on its
+// root, the restart of what it became, and the components it runs.
 type agent struct {
 	root     string
 	localDir string
@@ -73,14 +70,12 @@ type agent struct {
 	// control plane on shutdown.
 	kubeletCancel context.CancelFunc
 	kubeletDone   chan struct{}
-	// kubeletRegistered is closed once the kubelet registered its Node.
-	kubeletRegistered chan struct{}
 	// fatal receives the first error of a component that stopped on its own.
 	fatal chan error
 }
 
-// NewNode reads what the machine under o.Root became, if anything.
-func NewNode(o NodeOptions) (*Node, error) {
+// newAgent reads what the machine under o.Root became, if anything.
+func newAgent(o nodeOptions) (*agent, error) {
 	if o.Report == nil {
 		o.Report = noReport{}
 	}
@@ -88,35 +83,15 @@ func NewNode(o NodeOptions) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Node{a: &agent{
+	return &agent{
 		root: o.Root, localDir: o.LocalDir, id: o.Identity, log: o.Log, reporter: o.Report, st: st,
 		fatal: make(chan error, 4),
-	}}, nil
+	}, nil
 }
 
-// Initialised is true once kubeadm init or join set the machine up: its
-// components are then started with Resume.
-func (n *Node) Initialised() bool { return n.a.st.Started }
-
-// NodeName is the Node's name, once init or join chose it.
-func (n *Node) NodeName() string { return n.a.st.NodeName }
-
-// Role is RoleControlPlane or RoleWorker once set up, else "".
-func (n *Node) Role() string { return n.a.st.Role }
-
-// Init is `kubeadm init --config path`, path being a host path: it starts
-// etcd, the control plane and the kubelet and leaves in the new cluster
-// what kubeadm would. The components keep running until Stop.
-func (n *Node) Init(ctx context.Context, path string) error { return n.a.kubeadmInit(ctx, path) }
-
-// Join is `kubeadm join --config path`: a worker's kubelet, or another
-// control plane, as the JoinConfiguration says.
-func (n *Node) Join(ctx context.Context, path string) error { return n.a.kubeadmJoin(ctx, path) }
-
-// Resume starts the components of an initialised machine from what it
+// restart starts the components of an initialised machine from what it
 // saved, without initialising anything again.
-func (n *Node) Resume(ctx context.Context) error {
-	a := n.a
+func (a *agent) restart(ctx context.Context) error {
 	a.log.Info("Restarting the components of an initialised machine", "role", a.st.Role, "node", a.st.NodeName)
 	if err := a.resume(ctx); err != nil {
 		return fmt.Errorf("restarting the machine's components: %w", err)
@@ -124,29 +99,9 @@ func (n *Node) Resume(ctx context.Context) error {
 	return nil
 }
 
-// WaitRegistered waits until the kubelet started by Init, Join or Resume
-// registered its Node; it returns the kubelet's error if it stopped first.
-func (n *Node) WaitRegistered(ctx context.Context) error {
-	a := n.a
-	if a.kubeletRegistered == nil {
-		return errors.New("no kubelet runs on this machine")
-	}
-	select {
-	case <-a.kubeletRegistered:
-		return nil
-	case err := <-a.fatal:
-		// Put it back for Wait, which reports it too.
-		a.fatal <- err
-		return err
-	case <-ctx.Done():
-		return fmt.Errorf("waiting for the kubelet to register Node %s: %w", a.st.NodeName, ctx.Err())
-	}
-}
-
-// Wait keeps the components running until ctx ends (nil) or one of them
+// wait keeps the components running until ctx ends (nil) or one of them
 // stops on its own (its error), then stops them all within timeout.
-func (n *Node) Wait(ctx context.Context, timeout time.Duration) error {
-	a := n.a
+func (a *agent) wait(ctx context.Context, timeout time.Duration) error {
 	var fatal error
 	select {
 	case <-ctx.Done():
@@ -159,7 +114,7 @@ func (n *Node) Wait(ctx context.Context, timeout time.Duration) error {
 		}
 		a.log.Error(fatal, "The control plane stopped; shutting the machine down")
 	}
-	n.Stop(timeout)
+	a.stop(timeout)
 	if fatal != nil {
 		return fatal
 	}
@@ -167,11 +122,11 @@ func (n *Node) Wait(ctx context.Context, timeout time.Duration) error {
 	return nil
 }
 
-// Stop stops what runs, waiting at most timeout.
-func (n *Node) Stop(timeout time.Duration) {
+// stop stops what runs, waiting at most timeout.
+func (a *agent) stop(timeout time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	n.a.shutdown(ctx)
+	a.shutdown(ctx)
 }
 
 func (a *agent) cpDone() <-chan error {

@@ -115,10 +115,7 @@ type Options struct {
 	// ServerOptions). Without it the Node reports the kubelet's usual port
 	// 10250 and nothing listens there.
 	Server *ServerOptions
-	// OnRegistered, if set, is called once the Node is registered and the
-	// kubelet has started its work (what `kubeadm join` waits for).
-	OnRegistered func()
-	Log          logr.Logger
+	Log    logr.Logger
 
 	// servingPort is the kubelet API's port once bound.
 	servingPort int32
@@ -325,9 +322,6 @@ func (k *kubelet) run(ctx context.Context) error {
 		}
 	}
 	k.log.Info("Node registered; kubelet running", "podCIDR", k.podCIDR)
-	if k.o.OnRegistered != nil {
-		k.o.OnRegistered()
-	}
 
 	var wg sync.WaitGroup
 	for _, loop := range []func(context.Context){k.leaseLoop, k.statusLoop, k.leaveLoop, k.podWorker, k.podWorker, k.serve} {
