@@ -38,6 +38,11 @@ type InfraController struct {
 	// Wake, when not nil, brings objects back for what the API does not
 	// show: a process that ended, a VM that stopped, a build that finished.
 	Wake <-chan event.GenericEvent
+	// Peers, when not nil, maps a change of one object of the kind to the
+	// others of the kind that wait on it (a worker VM on its control
+	// plane's bootstrap). It runs on the cache's events, so the objects it
+	// returns read the change when they reconcile.
+	Peers handler.MapFunc
 }
 
 // SetupInfraCluster registers r as the controller of an infrastructure
@@ -84,6 +89,9 @@ func infraBuilder(mgr ctrl.Manager, c InfraController, obj client.Object, owner 
 		Watches(owner, handler.EnqueueRequestsFromMapFunc(ToInfrastructure(gvk.Group, gvk.Kind)))
 	if c.Wake != nil {
 		b = b.WatchesRawSource(source.Channel(c.Wake, &handler.EnqueueRequestForObject{}))
+	}
+	if c.Peers != nil {
+		b = b.Watches(obj, handler.EnqueueRequestsFromMapFunc(c.Peers))
 	}
 	return b, nil
 }

@@ -398,10 +398,6 @@ func (r *machineReconciler) observe(ctx context.Context, s *machineScope) (ctrl.
 	}
 	b := bootstrapVerdict(bootstrapFacts{Report: report, Running: state.Running,
 		ConsoleTail: vm.LastLines(vm.ConsoleLog(s.dir), 10), ConsoleLog: vm.ConsoleLog(s.dir)})
-	var before metav1.ConditionStatus
-	if c := conditions.Get(qm, qemuv1.BootstrapSucceededCondition); c != nil {
-		before = c.Status
-	}
 	conditions.Set(qm, metav1.Condition{Type: qemuv1.BootstrapSucceededCondition, Status: b.Status, Reason: b.Reason, Message: b.Message})
 	if b.Status == metav1.ConditionFalse && v.Status == metav1.ConditionTrue {
 		// The infrastructure the Machine needs is a node that bootstrapped:
@@ -409,11 +405,6 @@ func (r *machineReconciler) observe(ctx context.Context, s *machineScope) (ctrl.
 		// InfrastructureReady says why), so a MachineHealthCheck or a
 		// user replaces it.
 		conditions.Set(qm, metav1.Condition{Type: qemuv1.ReadyCondition, Status: metav1.ConditionFalse, Reason: b.Reason, Message: b.Message})
-	}
-	if s.controlPlane && before != b.Status && b.Status != metav1.ConditionUnknown {
-		if err := r.wakeWaitingWorkers(ctx, s); err != nil {
-			return ctrl.Result{}, err
-		}
 	}
 	backends := r.layout.backends(qm.Namespace, s.cluster.Name)
 	if s.controlPlane && qm.Status.Ports.APIServer != 0 && v.Status == metav1.ConditionTrue {

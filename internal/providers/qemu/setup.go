@@ -109,7 +109,7 @@ func Setup(ctx context.Context, mgr ctrl.Manager, o Options) error {
 			options: image.NodeOptions{CacheDir: cacheDir},
 		},
 	}
-	return kit.SetupInfraMachine(mgr, kit.InfraController{Name: QEMUMachineController, Options: opts, Wake: n.machines},
+	return kit.SetupInfraMachine(mgr, kit.InfraController{Name: QEMUMachineController, Options: opts, Wake: n.machines, Peers: machines.workersWaitingFor},
 		&qemuv1.QEMUCluster{}, func() client.ObjectList { return &qemuv1.QEMUMachineList{} },
 		&kit.Reconciler[*qemuv1.QEMUMachine, *machineScope]{
 			Client:    mgr.GetClient(),
