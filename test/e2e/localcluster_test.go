@@ -29,8 +29,10 @@ import (
 // TestLocalClusterLifecycle drives a workload cluster on the local provider
 // the way a user does, with the real binary: `capstan up --cluster`, then a
 // Deployment in the workload cluster, scaling workers and the control
-// plane, a rolling upgrade of the control plane while a probe counts failed
-// requests through the endpoint, a killed worker, and deletion with nothing
+// plane (its etcd members reached through the API server's port-forward,
+// as KubeadmControlPlane reaches them), a rolling upgrade of the control
+// plane while a probe counts failed requests through the endpoint, the
+// control plane back to one, a killed worker, and deletion with nothing
 // left behind.
 func TestLocalClusterLifecycle(t *testing.T) {
 	t.Parallel()
@@ -107,6 +109,7 @@ func TestLocalClusterLifecycle(t *testing.T) {
 		}
 		waitReadyNodes(t, wl, 7, 5*time.Minute)
 		waitEtcdMembers(t, mc, "demo-control-plane", 3)
+		checkEtcdThroughPortForward(t, mc, wcfg, wl, "demo")
 	})
 
 	t.Run("rolling upgrade of the control plane keeps the API answering", func(t *testing.T) {
@@ -132,6 +135,18 @@ func TestLocalClusterLifecycle(t *testing.T) {
 			t.Errorf("%d probe requests failed during the rolling upgrade; last: %v", failed, lastErr)
 		}
 		waitReadyNodes(t, wl, 7, 2*time.Minute)
+	})
+
+	// Leadership moved and members removed through the port-forward too.
+	t.Run("scale the control plane 3 to 1", func(t *testing.T) {
+		scaleControlPlane(t, mc, "demo-control-plane", 1)
+		waitReadyNodes(t, wl, 5, 5*time.Minute)
+		kcp := waitEtcdMembers(t, mc, "demo-control-plane", 1)
+		for _, cond := range kcp.Status.Conditions {
+			if cond.Type == controlplanev1.KubeadmControlPlaneAvailableCondition && cond.Status != metav1.ConditionTrue {
+				t.Errorf("control plane not Available after scaling back to one: %s", cond.Message)
+			}
+		}
 	})
 
 	t.Run("a killed worker's node goes NotReady", func(t *testing.T) {
