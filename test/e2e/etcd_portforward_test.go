@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	controlplanev1 "capstan.dev/capstan/api/controlplane/kubeadm/v1beta2"
 	"capstan.dev/capstan/internal/certs"
 	"capstan.dev/capstan/internal/etcdclient"
 	"capstan.dev/capstan/internal/portforward"
@@ -94,13 +92,4 @@ func etcdMembersThroughAPIServer(t *testing.T, d *portforward.Dialer, cc *certs.
 		names = append(names, member.Name)
 	}
 	return names
-}
-
-func scaleControlPlane(t *testing.T, c client.Client, name string, n int) {
-	t.Helper()
-	kcp := &controlplanev1.KubeadmControlPlane{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}}
-	patch := []byte(fmt.Sprintf(`{"spec":{"replicas":%d}}`, n))
-	if err := c.Patch(context.Background(), kcp, client.RawPatch("application/merge-patch+json", patch)); err != nil {
-		t.Fatal(err)
-	}
 }

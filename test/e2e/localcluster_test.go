@@ -23,6 +23,7 @@ import (
 	controlplanev1 "capstan.dev/capstan/api/controlplane/kubeadm/v1beta2"
 	clusterv1 "capstan.dev/capstan/api/core/v1beta2"
 	localv1 "capstan.dev/capstan/api/infrastructure/local/v1beta2"
+	capstanpatch "capstan.dev/capstan/internal/patch"
 	"capstan.dev/capstan/test/fixture"
 )
 
@@ -103,10 +104,7 @@ func TestLocalClusterLifecycle(t *testing.T) {
 	})
 
 	t.Run("scale the control plane 1 to 3", func(t *testing.T) {
-		kcp := &controlplanev1.KubeadmControlPlane{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "demo-control-plane"}}
-		if err := mc.Patch(ctx, kcp, client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"replicas":3}}`))); err != nil {
-			t.Fatal(err)
-		}
+		scaleControlPlane(t, mc, "demo-control-plane", 3)
 		waitReadyNodes(t, wl, 7, 5*time.Minute)
 		waitEtcdMembers(t, mc, "demo-control-plane", 3)
 		checkEtcdThroughPortForward(t, mc, wcfg, wl, "demo")
@@ -377,4 +375,14 @@ func waitEtcdMembers(t *testing.T, c client.Client, name string, n int) *control
 		return "no EtcdClusterHealthy condition"
 	})
 	return kcp
+}
+
+// scaleControlPlane sets the replicas of KubeadmControlPlane name, as
+// `kubectl scale kcp` does.
+func scaleControlPlane(t *testing.T, c client.Client, name string, n int) {
+	t.Helper()
+	kcp := &controlplanev1.KubeadmControlPlane{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}}
+	if err := c.Patch(context.Background(), kcp, capstanpatch.Merge(map[string]any{"spec": map[string]any{"replicas": n}})); err != nil {
+		t.Fatal(err)
+	}
 }
